@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR Linux-OpenIB) */
+/*
+ * sroce user/kernel ABI.
+ *
+ * This header is shared unchanged by the kernel module (kernel/) and the
+ * libibverbs provider (userspace/).  Every structure uses fixed-width types
+ * and explicit padding so that its layout is the same on both sides.
+ */
+#ifndef SROCE_ABI_USER_H
+#define SROCE_ABI_USER_H
+
+#include <linux/types.h>
+
+/* uverbs ABI version reported by the kernel and checked by the provider. */
+#define SROCE_UVERBS_ABI_VERSION 1
+
+/* Name prefix of every device sroce registers ("sroce0", "sroce1", ...). */
+#define SROCE_DEV_NAME_PREFIX "sroce"
+
+/* Response to the GET_CONTEXT command (udata of alloc_ucontext). */
+struct sroce_alloc_ucontext_resp {
+	__u32 abi_version;	/* SROCE_UVERBS_ABI_VERSION */
+	__u32 reserved;
+};
+
+#endif /* SROCE_ABI_USER_H */

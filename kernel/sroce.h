@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * sroce: soft RoCEv2 RDMA device.
+ *
+ * Objects shared by every part of the driver.  Each structure says which
+ * lock protects which field.
+ */
+#ifndef SROCE_H
+#define SROCE_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+
+#include <rdma/sroce-abi.h>
+
+#define SROCE_PORT		1
+#define SROCE_GID_TBL_LEN	1024
+#define SROCE_PKEY_TBL_LEN	1
+#define SROCE_MAX_PD		0x10000
+#define SROCE_MAX_UCONTEXT	512
+#define SROCE_VENDOR_ID		0xffffff
+#define SROCE_VENDOR_PART_ID	0x0001
+#define SROCE_HW_VER		1
+#define SROCE_FW_VER		"0.1"
+
+/**
+ * struct sroce_dev - one sroce device, bound to one net_device
+ * @ibdev: the ib_device; must be first (ib_alloc_device)
+ * @ndev: the net_device carrying our traffic; set once at creation, the
+ *        reference is held by ib_device_set_netdev() until unregistration
+ * @list: entry in the driver's device list, protected by sroce_dev_lock
+ * @port_state: last port state reported to ib_core, protected by @state_lock
+ * @state_lock: serialises port state changes and their async events
+ * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
+ * @num_ucontext: user contexts open on this device
+ */
+struct sroce_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;
+	struct list_head list;
+
+	struct mutex state_lock;
+	enum ib_port_state port_state;
+
+	atomic_t num_pd;
+	atomic_t num_ucontext;
+};
+
+struct sroce_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct sroce_pd {
+	struct ib_pd ibpd;
+};
+
+static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct sroce_dev, ibdev);
+}
+
+static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct sroce_pd, ibpd);
+}
+
+/* sroce_main.c */
+struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);
+void sroce_port_update(struct sroce_dev *sdev);
+enum ib_port_state sroce_netdev_port_state(struct net_device *ndev);
+void sroce_dealloc_driver(struct ib_device *ibdev);
+
+/* sroce_verbs.c */
+int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name);
+
+#endif /* SROCE_H */

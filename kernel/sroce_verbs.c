@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: verbs entry points for the device, its port, user contexts and PDs.
+ *
+ * Attributes report only what the driver implements: a capability appears
+ * here in the same change that makes it work.
+ */
+#include <linux/module.h>
+#include <net/addrconf.h>
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+
+static int sroce_query_device(struct ib_device *ibdev,
+			      struct ib_device_attr *attr,
+			      struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+
+	if (udata->inlen || udata->outlen)
+		return -EINVAL;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->fw_ver = 0;
+	attr->sys_image_guid = sdev->ibdev.node_guid;
+	attr->max_mr_size = 0;
+	attr->page_size_cap = PAGE_SIZE;
+	attr->vendor_id = SROCE_VENDOR_ID;
+	attr->vendor_part_id = SROCE_VENDOR_PART_ID;
+	attr->hw_ver = SROCE_HW_VER;
+	attr->max_pd = SROCE_MAX_PD;
+	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
+	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->masked_atomic_cap = IB_ATOMIC_NONE;
+	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
+				 IB_DEVICE_SYS_IMAGE_GUID;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	return 0;
+}
+
+static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
+			    struct ib_port_attr *attr)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	struct net_device *ndev = sdev->ndev;
+	int err;
+
+	/* ib_core zeroes *attr before calling us. */
+	attr->state = sroce_netdev_port_state(ndev);
+	if (attr->state == IB_PORT_ACTIVE)
+		attr->phys_state = IB_PORT_PHYS_STATE_LINK_UP;
+	else if (dev_get_flags(ndev) & IFF_UP)
+		attr->phys_state = IB_PORT_PHYS_STATE_POLLING;
+	else
+		attr->phys_state = IB_PORT_PHYS_STATE_DISABLED;
+
+	attr->max_mtu = IB_MTU_4096;
+	attr->active_mtu = min_t(enum ib_mtu, IB_MTU_4096,
+				 iboe_get_mtu(READ_ONCE(ndev->mtu)));
+	attr->gid_tbl_len = SROCE_GID_TBL_LEN;
+	attr->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
+	attr->max_msg_sz = 0;
+	attr->lid = 0;
+	attr->sm_lid = 0;
+	attr->lmc = 0;
+	attr->max_vl_num = 1;
+
+	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
+			       &attr->active_width);
+	return err;
+}
+
+static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
+				    struct ib_port_immutable *immutable)
+{
+	/*
+	 * RoCEv2 only.  MAD and CM capabilities (QP1) are advertised once the
+	 * GSI QP exists.
+	 */
+	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
+	immutable->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
+	immutable->gid_tbl_len = SROCE_GID_TBL_LEN;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static int sroce_query_pkey(struct ib_device *ibdev, u32 port_num, u16 index,
+			    u16 *pkey)
+{
+	if (index >= SROCE_PKEY_TBL_LEN)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
+						 u32 port_num)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%s", SROCE_FW_VER);
+}
+
+static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
+				struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibuc->device);
+	struct sroce_alloc_ucontext_resp resp = {
+		.abi_version = SROCE_UVERBS_ABI_VERSION,
+	};
+	int err;
+
+	if (atomic_inc_return(&sdev->num_ucontext) > SROCE_MAX_UCONTEXT) {
+		err = -ENOMEM;
+		goto err_dec;
+	}
+
+	if (udata->outlen) {
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+		if (err)
+			goto err_dec;
+	}
+	return 0;
+
+err_dec:
+	atomic_dec(&sdev->num_ucontext);
+	return err;
+}
+
+static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	atomic_dec(&to_sdev(ibuc->device)->num_ucontext);
+}
+
+/*
+ * Everything a context owns is destroyed through the uverbs object tree and
+ * its mmaps are zapped by ib_uverbs; there is nothing driver-private left to
+ * disconnect.  Providing this op lets "rdma link delete" and rmmod proceed
+ * while applications still hold the device open: they get
+ * IB_EVENT_DEVICE_FATAL and their objects are destroyed.
+ */
+static void sroce_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+}
+
+static int sroce_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+
+	if (atomic_inc_return(&sdev->num_pd) > SROCE_MAX_PD) {
+		atomic_dec(&sdev->num_pd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	atomic_dec(&to_sdev(ibpd->device)->num_pd);
+	return 0;
+}
+
+static const struct ib_device_ops sroce_dev_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
+
+	.alloc_pd = sroce_alloc_pd,
+	.alloc_ucontext = sroce_alloc_ucontext,
+	.dealloc_driver = sroce_dealloc_driver,
+	.dealloc_pd = sroce_dealloc_pd,
+	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.disassociate_ucontext = sroce_disassociate_ucontext,
+	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_link_layer = sroce_get_link_layer,
+	.get_port_immutable = sroce_get_port_immutable,
+	.query_device = sroce_query_device,
+	.query_pkey = sroce_query_pkey,
+	.query_port = sroce_query_port,
+
+	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+};
+
+/**
+ * sroce_register_device - register a new device with ib_core
+ * @sdev: the device, with @ndev set
+ * @ibdev_name: the name "rdma link add" asked for
+ *
+ * The ib_device's parent is the net_device's parent (when it has one) so
+ * that /sys/class/infiniband/NAME/device/net/ leads to the net_device, as it
+ * does for hardware RoCE devices.
+ */
+int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
+{
+	struct ib_device *ibdev = &sdev->ibdev;
+	int err;
+
+	strscpy(ibdev->node_desc, "sroce", sizeof(ibdev->node_desc));
+	ibdev->node_type = RDMA_NODE_IB_CA;
+	ibdev->phys_port_cnt = 1;
+	ibdev->num_comp_vectors = 1;
+	ibdev->local_dma_lkey = 0;
+	ibdev->dev.parent = sdev->ndev->dev.parent;
+	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,
+			    sdev->ndev->dev_addr);
+
+	ib_set_device_ops(ibdev, &sroce_dev_ops);
+	err = ib_device_set_netdev(ibdev, sdev->ndev, SROCE_PORT);
+	if (err)
+		return err;
+
+	return ib_register_device(ibdev, ibdev_name, NULL);
+}

@@ -1,0 +1,27 @@
+#!/bin/bash
+# Runs inside the test VM, chrooted into the host root (read-only).
+# Sets up the network from the kernel command line, runs the command that
+# scripts/vm.sh left in /tmp/out/cmd from the repository root, and leaves
+# its exit code and the kernel log in /tmp/out.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LANG=C.UTF-8 TMPDIR=/tmp
+export PYTHONDONTWRITEBYTECODE=1
+arg() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" /proc/cmdline; }
+
+repo=$(arg sroce_repo)
+ip4=$(arg sroce_ip4)
+ip6=$(arg sroce_ip6)
+hostname "$(arg sroce_host)"
+
+ip link set lo up
+ip link set eth0 up
+[ -n "$ip4" ] && ip addr add "$ip4" dev eth0
+[ -n "$ip6" ] && ip -6 addr add "$ip6" dev eth0 nodad
+
+cd "$repo" || exit 1
+bash /tmp/out/cmd 2>&1 | tee /tmp/out/output
+echo "${PIPESTATUS[0]}" > /tmp/out/rc.tmp
+sync
+dmesg > /tmp/out/dmesg
+mv /tmp/out/rc.tmp /tmp/out/rc
+sync
