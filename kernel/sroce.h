@@ -23,7 +23,6 @@
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
 #define SROCE_HW_VER		1
-#define SROCE_FW_VER		"0.1"
 
 /**
  * struct sroce_dev - one sroce device, bound to one net_device

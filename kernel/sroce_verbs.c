@@ -24,7 +24,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 		return -EINVAL;
 
 	memset(attr, 0, sizeof(*attr));
-	attr->fw_ver = 0;
+	attr->fw_ver = SROCE_FW_VER;
 	attr->sys_image_guid = sdev->ibdev.node_guid;
 	attr->max_mr_size = 0;
 	attr->page_size_cap = PAGE_SIZE;
@@ -83,7 +83,7 @@ static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
 	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
 	immutable->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
 	immutable->gid_tbl_len = SROCE_GID_TBL_LEN;
-	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
+	immutable->max_mad_size = 0;
 	return 0;
 }
 
@@ -104,7 +104,8 @@ static enum rdma_link_layer sroce_get_link_layer(struct ib_device *ibdev,
 
 static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
-	snprintf(str, IB_FW_VERSION_NAME_MAX, "%s", SROCE_FW_VER);
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "%d.%d.%d", SROCE_FW_VER_MAJOR,
+		 SROCE_FW_VER_MINOR, SROCE_FW_VER_SUB);
 }
 
 static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,

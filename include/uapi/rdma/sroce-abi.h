@@ -17,6 +17,16 @@
 /* Name prefix of every device sroce registers ("sroce0", "sroce1", ...). */
 #define SROCE_DEV_NAME_PREFIX "sroce"
 
+/*
+ * Firmware version, as query_device's 64-bit fw_ver: major in bits 47..32,
+ * minor in 31..16, sub-minor in 15..0. Shown as "major.minor.sub".
+ */
+#define SROCE_FW_VER_MAJOR 0
+#define SROCE_FW_VER_MINOR 1
+#define SROCE_FW_VER_SUB   0
+#define SROCE_FW_VER ((__u64)SROCE_FW_VER_MAJOR << 32 | \
+		      (__u64)SROCE_FW_VER_MINOR << 16 | SROCE_FW_VER_SUB)
+
 /* Response to the GET_CONTEXT command (udata of alloc_ucontext). */
 struct sroce_alloc_ucontext_resp {
 	__u32 abi_version;	/* SROCE_UVERBS_ABI_VERSION */

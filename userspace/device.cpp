@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// Provider registration, device matching, and the user context.
+#include "sroce.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+namespace sroce {
+namespace {
+
+int query_device_ex(ibv_context *ibctx, const ibv_query_device_ex_input *input,
+		    ibv_device_attr_ex *attr, size_t attr_size) noexcept
+{
+	ib_uverbs_ex_query_device_resp resp{};
+	size_t resp_size = sizeof(resp);
+
+	int ret = ibv_cmd_query_device_any(ibctx, input, attr, attr_size,
+					   &resp, &resp_size);
+	if (ret)
+		return ret;
+
+	uint64_t fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u.%u", unsigned(fw >> 32 & 0xffff),
+		 unsigned(fw >> 16 & 0xffff), unsigned(fw & 0xffff));
+	return 0;
+}
+
+int query_port(ibv_context *ibctx, uint8_t port, ibv_port_attr *attr) noexcept
+{
+	struct ibv_query_port cmd{};
+
+	return ibv_cmd_query_port(ibctx, port, attr, &cmd, sizeof(cmd));
+}
+
+void free_context(ibv_context *ibctx) noexcept
+{
+	context *ctx = to_ctx(ibctx);
+
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+}
+
+const verbs_context_ops context_ops = {
+	.alloc_pd = alloc_pd,
+	.dealloc_pd = dealloc_pd,
+	.free_context = free_context,
+	.query_device_ex = query_device_ex,
+	.query_port = query_port,
+};
+
+verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd,
+			     void *private_data) noexcept
+{
+	(void)private_data;
+	auto *ctx = static_cast<context *>(_verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(context),
+		&static_cast<context *>(nullptr)->vctx, 0 /* RDMA_DRIVER_UNKNOWN */));
+	if (!ctx)
+		return nullptr;
+
+	struct ibv_get_context cmd{};
+	with_drv_data<ib_uverbs_get_context_resp, sroce_alloc_ucontext_resp>
+		resp{};
+	if (ibv_cmd_get_context(&ctx->vctx, &cmd, sizeof(cmd), resp.core(),
+				sizeof(resp)))
+		goto err;
+	if (resp.drv.abi_version != SROCE_UVERBS_ABI_VERSION) {
+		errno = EPROTO;
+		goto err;
+	}
+
+	verbs_set_ops(&ctx->vctx, &context_ops);
+	return &ctx->vctx;
+
+err:
+	int saved = errno;
+	verbs_uninit_context(&ctx->vctx);
+	free(ctx);
+	errno = saved;
+	return nullptr;
+}
+
+verbs_device *alloc_device(verbs_sysfs_dev *sysfs_dev) noexcept
+{
+	auto *dev = new (std::nothrow) device{};
+	if (!dev)
+		return nullptr;
+	dev->abi_version = sysfs_dev->abi_ver;
+	return &dev->vdev;
+}
+
+void uninit_device(verbs_device *vdev) noexcept
+{
+	delete reinterpret_cast<device *>(vdev);
+}
+
+// Our kernel devices report RDMA_DRIVER_UNKNOWN, so they are matched by name.
+const verbs_match_ent match_table[] = {
+	{ .driver_data = nullptr,
+	  .u = { .modalias = "rdma_device:*N" SROCE_DEV_NAME_PREFIX "*" },
+	  .vendor = 0, .device = 0, .kind = VERBS_MATCH_MODALIAS },
+	{},
+};
+
+const verbs_device_ops device_ops = {
+	.name = "sroce",
+	.match_min_abi_version = SROCE_UVERBS_ABI_VERSION,
+	.match_max_abi_version = SROCE_UVERBS_ABI_VERSION,
+	.match_table = match_table,
+	.static_providers = nullptr,
+	.match_device = nullptr,
+	.alloc_context = alloc_context,
+	.import_context = nullptr,
+	.alloc_device = alloc_device,
+	.uninit_device = uninit_device,
+};
+
+__attribute__((constructor)) void register_provider()
+{
+	verbs_register_driver_34(&device_ops);
+}
+
+} // namespace
+} // namespace sroce
