@@ -39,7 +39,8 @@ bench: all
 
 install: kernel userspace
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \
-		INSTALL_MOD_PATH=$(DESTDIR) modules_install
+		INSTALL_MOD_PATH=$(DESTDIR) CONFIG_MODULE_SIG_ALL= \
+		modules_install
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 	install -D -m 0644 userspace/libsroce-rdmav34.so \
 		$(DESTDIR)$(LIBDIR)/libibverbs/libsroce-rdmav34.so

@@ -20,6 +20,8 @@ MODULE_AUTHOR("sroce developers");
 MODULE_DESCRIPTION("Soft RoCEv2 RDMA device");
 MODULE_LICENSE("Dual BSD/GPL");
 MODULE_ALIAS_RDMA_LINK("sroce");
+/* Applications reach us through ib_uverbs; load it with us (no udev here). */
+MODULE_SOFTDEP("pre: ib_uverbs");
 
 /*
  * sroce_dev_list holds every registered device, protected by sroce_dev_lock.

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Run every test: build, boot the VM, run tests/run.sh inside it, and judge
+# the kernel log. Usage: scripts/test.sh [tests/cases/NAME.sh ...]
+# The last line is "N passed, N failed".
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+make -s all >/dev/null || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# Host-side: make install / uninstall put and remove exactly our files.
+host_pass=0 host_fail=0
+host_test() {
+	local name=$1; shift
+	local log
+	if log=$("$@" 2>&1); then
+		echo "ok   host: $name"; host_pass=$((host_pass + 1))
+	else
+		echo "FAIL host: $name"; echo "$log" | sed 's/^/    /'
+		host_fail=$((host_fail + 1))
+	fi
+}
+install_layout() {
+	local d kver
+	d=$(mktemp -d) kver=$(scripts/kver.sh)
+	trap "rm -rf '$d'" RETURN
+	make -s install DESTDIR="$d" >/dev/null || return 1
+	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
+		"usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
+		"etc/libibverbs.d/sroce.driver")
+	for f in "${want[@]}"; do
+		[ -f "$d/$f" ] || { echo "make install did not create /$f"; return 1; }
+	done
+	grep -qx 'driver sroce' "$d/etc/libibverbs.d/sroce.driver" ||
+		{ echo "sroce.driver: $(cat "$d/etc/libibverbs.d/sroce.driver")"; return 1; }
+	make -s uninstall DESTDIR="$d" >/dev/null || return 1
+	left=$(find "$d" -type f)
+	[ -z "$left" ] || { echo "make uninstall left: $left"; return 1; }
+}
+host_test "make install/uninstall layout" install_layout
+
+out=$repo/build/test-run
+rm -rf "$out"
+scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
+vmrc=$?
+
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" 2>/dev/null | tail -n 1)
+pass=$(echo "$summary" | awk '{print $1}')
+failn=$(echo "$summary" | awk '{print $3}')
+pass=$((${pass:-0} + host_pass)) failn=$((${failn:-0} + host_fail))
+# The VM's own verdict (no splat in the kernel log, no hang) is one more test.
+if [ $vmrc = 0 ]; then
+	echo "ok   vm: kernel log clean, guest finished"
+	pass=$((pass + 1))
+else
+	echo "FAIL vm: see $out/console.log and $out/dmesg"
+	failn=$((failn + 1))
+	[ -n "$summary" ] || failn=$((failn + 1))
+fi
+echo "$pass passed, $failn failed"
+[ "$failn" = 0 ]

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# Helpers for test cases (sourced). A case fails by exiting non-zero; `fail`
+# says what was expected and what came back.
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+check=$repo/tests/bin/sroce-check
+export RDMAV_DRIVERS=$repo/userspace/libsroce
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_eq WHAT EXPECTED ACTUAL
+expect_eq() {
+	[ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
+}
+
+# wait_for SECONDS COMMAND...: poll until COMMAND succeeds
+wait_for() {
+	local end=$((SECONDS + $1)); shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
+
+sroce_loaded() { [ -d /sys/module/sroce ]; }
+
+load_sroce() {
+	sroce_loaded && return 0
+	modprobe ib_uverbs && insmod "$repo/kernel/sroce.ko"
+}
+
+ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
+
+# link_add NAME NETDEV: add an sroce link and wait for its device
+link_add() {
+	rdma link add "$1" type sroce netdev "$2" || fail "rdma link add $1 on $2"
+	ibdev_exists "$1" || fail "$1 missing after rdma link add"
+}
+
+# Remove every sroce device (the runner calls this between cases).
+remove_all_links() {
+	local d
+	for d in /sys/class/infiniband/*; do
+		[ -e "$d" ] || continue
+		case "$(basename "$d")" in
+		sroce*) rdma link delete "$(basename "$d")" ;;
+		esac
+	done
+}
+
+port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

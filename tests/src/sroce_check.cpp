@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-check: verbs-level checks used by the test cases in tests/cases.
+// Each subcommand opens the device through libibverbs exactly as an
+// application would, checks what it promises, prints what it found, and
+// exits 0 only if every check held. Failures say what was expected and what
+// came back.
+//
+//   sroce-check attrs DEV            device/port attributes and invariants
+//   sroce-check port DEV             "state=N active_mtu=N phys_state=N"
+//   sroce-check gids DEV             one line per valid GID: "IDX GID TYPE"
+//   sroce-check events DEV N SECS    wait for N async events, print them
+//   sroce-check pds DEV NCTX NPD     NPD PDs in each of NCTX contexts
+//   sroce-check hold DEV NPD         hold a context and NPD PDs until the
+//                                    device goes away (DEVICE_FATAL)
+#include <infiniband/verbs.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <poll.h>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace {
+
+int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+// Owns an open device context.
+class Context {
+public:
+	explicit Context(const char *name)
+	{
+		int n = 0;
+		ibv_device **list = ibv_get_device_list(&n);
+		if (!list) {
+			fprintf(stderr, "ibv_get_device_list: %s\n",
+				strerror(errno));
+			return;
+		}
+		for (int i = 0; i < n; i++)
+			if (!strcmp(ibv_get_device_name(list[i]), name))
+				ctx_ = ibv_open_device(list[i]);
+		if (!ctx_)
+			fprintf(stderr, "cannot open %s: %s\n", name,
+				strerror(errno));
+		ibv_free_device_list(list);
+	}
+	~Context()
+	{
+		if (ctx_ && ibv_close_device(ctx_))
+			fprintf(stderr, "ibv_close_device: %s\n",
+				strerror(errno));
+	}
+	Context(const Context &) = delete;
+	Context &operator=(const Context &) = delete;
+	Context(Context &&o) noexcept : ctx_(o.ctx_) { o.ctx_ = nullptr; }
+
+	ibv_context *get() const { return ctx_; }
+	explicit operator bool() const { return ctx_; }
+
+private:
+	ibv_context *ctx_ = nullptr;
+};
+
+const char *gid_type_name(ibv_gid_type t)
+{
+	switch (t) {
+	case IBV_GID_TYPE_IB: return "IB";
+	case IBV_GID_TYPE_ROCE_V1: return "RoCEv1";
+	case IBV_GID_TYPE_ROCE_V2: return "RoCEv2";
+	}
+	return "?";
+}
+
+int cmd_attrs(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+
+	ibv_device_attr_ex ax{};
+	int ret = ibv_query_device_ex(ctx.get(), nullptr, &ax);
+	CHECK(ret == 0, "ibv_query_device_ex returned %d", ret);
+	const ibv_device_attr &a = ax.orig_attr;
+	CHECK(!strcmp(a.fw_ver, "0.1.0"), "fw_ver \"%s\"", a.fw_ver);
+	CHECK(a.vendor_id == 0xffffff, "vendor_id 0x%x", a.vendor_id);
+	CHECK(a.phys_port_cnt == 1, "phys_port_cnt %u", a.phys_port_cnt);
+	CHECK(a.node_guid != 0, "node_guid is 0");
+	CHECK(a.sys_image_guid == a.node_guid, "sys_image_guid differs");
+	CHECK(a.max_pd == 65536, "max_pd %d", a.max_pd);
+	CHECK(a.max_pkeys == 1, "max_pkeys %u", a.max_pkeys);
+	CHECK(a.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT,
+	      "PORT_ACTIVE_EVENT not advertised (flags 0x%x)",
+	      a.device_cap_flags);
+
+	ibv_port_attr p{};
+	ret = ibv_query_port(ctx.get(), 1, &p);
+	CHECK(ret == 0, "ibv_query_port(1) returned %d", ret);
+	CHECK(p.link_layer == IBV_LINK_LAYER_ETHERNET, "link_layer %u",
+	      p.link_layer);
+	CHECK(p.max_mtu == IBV_MTU_4096, "max_mtu %d", p.max_mtu);
+	CHECK(p.gid_tbl_len == 1024, "gid_tbl_len %d", p.gid_tbl_len);
+	CHECK(p.pkey_tbl_len == 1, "pkey_tbl_len %u", p.pkey_tbl_len);
+	CHECK(p.lid == 0, "lid %u on RoCE", p.lid);
+
+	ret = ibv_query_port(ctx.get(), 2, &p);
+	CHECK(ret != 0, "ibv_query_port(2) succeeded on a one-port device");
+
+	uint16_t pkey = 0;
+	ret = ibv_query_pkey(ctx.get(), 1, 0, &pkey);
+	CHECK(ret == 0 && pkey == htons(0xffff), "pkey[0] ret %d value 0x%x",
+	      ret, ntohs(pkey));
+	ret = ibv_query_pkey(ctx.get(), 1, 1, &pkey);
+	CHECK(ret != 0, "pkey[1] exists in a one-entry table");
+
+	ibv_gid_entry e{};
+	ret = ibv_query_gid_ex(ctx.get(), 1, 0, &e, 0);
+	CHECK(ret == 0, "gid[0] query returned %d", ret);
+	CHECK(e.gid_type == IBV_GID_TYPE_ROCE_V2, "gid[0] type %u", e.gid_type);
+	printf("fw_ver=%s node_guid=%016llx\n", a.fw_ver,
+	       (unsigned long long)be64toh(a.node_guid));
+	return failures ? 1 : 0;
+}
+
+int cmd_port(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_port_attr p{};
+	int ret = ibv_query_port(ctx.get(), 1, &p);
+	CHECK(ret == 0, "ibv_query_port returned %d", ret);
+	printf("state=%d active_mtu=%d phys_state=%u\n", p.state, p.active_mtu,
+	       p.phys_state);
+	return failures ? 1 : 0;
+}
+
+int cmd_gids(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	std::vector<ibv_gid_entry> table(1024);
+	ssize_t n = ibv_query_gid_table(ctx.get(), table.data(), table.size(),
+					0);
+	CHECK(n >= 0, "ibv_query_gid_table returned %zd (errno %d)", n, errno);
+	for (ssize_t i = 0; i < n; i++) {
+		char buf[INET6_ADDRSTRLEN];
+		inet_ntop(AF_INET6, table[i].gid.raw, buf, sizeof(buf));
+		printf("%u %s %s\n", table[i].gid_index, buf,
+		       gid_type_name(ibv_gid_type(table[i].gid_type)));
+	}
+	return failures ? 1 : 0;
+}
+
+int cmd_events(const char *dev, int count, int secs)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	printf("ready\n");
+	fflush(stdout);
+	for (int i = 0; i < count; i++) {
+		pollfd pfd = { ctx.get()->async_fd, POLLIN, 0 };
+		int r = poll(&pfd, 1, secs * 1000);
+		if (r <= 0) {
+			fprintf(stderr, "FAIL: no async event %d of %d in %d s\n",
+				i + 1, count, secs);
+			return 1;
+		}
+		ibv_async_event ev;
+		if (ibv_get_async_event(ctx.get(), &ev)) {
+			fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		printf("event %s port %d\n", ibv_event_type_str(ev.event_type),
+		       ev.element.port_num);
+		fflush(stdout);
+		ibv_ack_async_event(&ev);
+	}
+	return 0;
+}
+
+int cmd_pds(const char *dev, int nctx, int npd)
+{
+	std::vector<Context> ctxs;
+	std::vector<ibv_pd *> pds;
+	for (int c = 0; c < nctx; c++) {
+		ctxs.emplace_back(dev);
+		if (!ctxs.back())
+			return 1;
+		for (int i = 0; i < npd; i++) {
+			ibv_pd *pd = ibv_alloc_pd(ctxs.back().get());
+			CHECK(pd, "ibv_alloc_pd #%d in context %d: %s", i, c,
+			      strerror(errno));
+			if (!pd)
+				break;
+			CHECK(pd->context == ctxs.back().get(),
+			      "PD bound to the wrong context");
+			pds.push_back(pd);
+		}
+	}
+	for (size_t i = 0; i < pds.size(); i++)
+		for (size_t j = i + 1; j < pds.size(); j++)
+			if (pds[i]->context == pds[j]->context)
+				CHECK(pds[i]->handle != pds[j]->handle,
+				      "two PDs share handle %u",
+				      pds[i]->handle);
+	for (ibv_pd *pd : pds) {
+		int ret = ibv_dealloc_pd(pd);
+		CHECK(ret == 0, "ibv_dealloc_pd returned %d", ret);
+	}
+	printf("allocated %zu PDs in %d contexts\n", pds.size(), nctx);
+	return failures ? 1 : 0;
+}
+
+int cmd_hold(const char *dev, int npd)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	std::vector<ibv_pd *> pds;
+	for (int i = 0; i < npd; i++) {
+		ibv_pd *pd = ibv_alloc_pd(ctx.get());
+		CHECK(pd, "ibv_alloc_pd: %s", strerror(errno));
+		if (pd)
+			pds.push_back(pd);
+	}
+	printf("ready\n");
+	fflush(stdout);
+
+	for (;;) {
+		pollfd pfd = { ctx.get()->async_fd, POLLIN, 0 };
+		if (poll(&pfd, 1, 60000) <= 0) {
+			fprintf(stderr, "FAIL: device never went away\n");
+			return 1;
+		}
+		ibv_async_event ev;
+		if (ibv_get_async_event(ctx.get(), &ev)) {
+			fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
+				strerror(errno));
+			return 1;
+		}
+		ibv_event_type type = ev.event_type;
+		ibv_ack_async_event(&ev);
+		if (type == IBV_EVENT_DEVICE_FATAL)
+			break;
+	}
+	printf("fatal\n");
+	// The objects are gone in the kernel; destroying them must still
+	// succeed so that applications can clean up.
+	for (ibv_pd *pd : pds) {
+		int ret = ibv_dealloc_pd(pd);
+		CHECK(ret == 0, "ibv_dealloc_pd after removal returned %d", ret);
+	}
+	return failures ? 1 : 0;
+}
+
+int usage()
+{
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|hold "
+			"DEV [ARGS]\n");
+	return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		return usage();
+	std::string_view cmd = argv[1];
+	const char *dev = argv[2];
+	auto num = [&](int i) { return i < argc ? atoi(argv[i]) : -1; };
+
+	if (cmd == "attrs")
+		return cmd_attrs(dev);
+	if (cmd == "port")
+		return cmd_port(dev);
+	if (cmd == "gids")
+		return cmd_gids(dev);
+	if (cmd == "events" && argc == 5)
+		return cmd_events(dev, num(3), num(4));
+	if (cmd == "pds" && argc == 5)
+		return cmd_pds(dev, num(3), num(4));
+	if (cmd == "hold" && argc == 4)
+		return cmd_hold(dev, num(3));
+	return usage();
+}
