@@ -19,7 +19,6 @@
 #define SROCE_GID_TBL_LEN	1024
 #define SROCE_PKEY_TBL_LEN	1
 #define SROCE_MAX_PD		0x10000
-#define SROCE_MAX_UCONTEXT	512
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
 #define SROCE_HW_VER		1
@@ -33,18 +32,16 @@
  * @port_state: last port state reported to ib_core, protected by @state_lock
  * @state_lock: serialises port state changes and their async events
  * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
- * @num_ucontext: user contexts open on this device
  */
 struct sroce_dev {
 	struct ib_device ibdev;
 	struct net_device *ndev;
 	struct list_head list;
 
-	struct mutex state_lock;
+	struct mutex state_lock; /* protects port_state */
 	enum ib_port_state port_state;
 
 	atomic_t num_pd;
-	atomic_t num_ucontext;
 };
 
 struct sroce_ucontext {

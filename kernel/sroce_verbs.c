@@ -111,33 +111,17 @@ static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
 static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {
-	struct sroce_dev *sdev = to_sdev(ibuc->device);
 	struct sroce_alloc_ucontext_resp resp = {
 		.abi_version = SROCE_UVERBS_ABI_VERSION,
 	};
-	int err;
 
-	if (atomic_inc_return(&sdev->num_ucontext) > SROCE_MAX_UCONTEXT) {
-		err = -ENOMEM;
-		goto err_dec;
-	}
-
-	if (udata->outlen) {
-		err = ib_copy_to_udata(udata, &resp,
-				       min(sizeof(resp), udata->outlen));
-		if (err)
-			goto err_dec;
-	}
-	return 0;
-
-err_dec:
-	atomic_dec(&sdev->num_ucontext);
-	return err;
+	if (!udata->outlen)
+		return 0;
+	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
 }
 
 static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
-	atomic_dec(&to_sdev(ibuc->device)->num_ucontext);
 }
 
 /*
