@@ -24,22 +24,29 @@ done
 cmd_a=$1 cmd_b=$3
 rm -rf "$out"; mkdir -p "$out/a" "$out/b"
 
-"$repo/scripts/vm.sh" --out "$out/a" --timeout "$timeout" --name sroce-a \
-	--nic "socket,listen=127.0.0.1:$port" --mac 52:54:00:00:03:01 \
-	--ip4 10.0.3.1/24 --ip6 fd00:3::1/64 \
-	-- env ROLE=a PEER4=10.0.3.2 PEER6=fd00:3::2 bash -c "$cmd_a" \
-	> "$out/a.log" 2>&1 &
+# start_vm ROLE N PEER COMMAND: VM ROLE is host N of 10.0.3.0/24, fd00:3::/64
+start_vm() {
+	local role=$1 n=$2 peer=$3 cmd=$4 nic
+	if [ "$role" = a ]; then
+		nic="socket,listen=127.0.0.1:$port"
+	else
+		nic="socket,connect=127.0.0.1:$port"
+	fi
+	"$repo/scripts/vm.sh" --out "$out/$role" --timeout "$timeout" \
+		--name "sroce-$role" --nic "$nic" --mac "52:54:00:00:03:0$n" \
+		--ip4 "10.0.3.$n/24" --ip6 "fd00:3::$n/64" \
+		-- env ROLE="$role" PEER4="10.0.3.$peer" PEER6="fd00:3::$peer" \
+		bash -c "$cmd" > "$out/$role.log" 2>&1
+}
+
+start_vm a 1 2 "$cmd_a" &
 pid_a=$!
 # The listener must be up before the other side connects.
 for _ in $(seq 50); do
 	ss -ltn "sport = :$port" | grep -q LISTEN && break
 	sleep 0.2
 done
-"$repo/scripts/vm.sh" --out "$out/b" --timeout "$timeout" --name sroce-b \
-	--nic "socket,connect=127.0.0.1:$port" --mac 52:54:00:00:03:02 \
-	--ip4 10.0.3.2/24 --ip6 fd00:3::2/64 \
-	-- env ROLE=b PEER4=10.0.3.1 PEER6=fd00:3::1 bash -c "$cmd_b" \
-	> "$out/b.log" 2>&1 &
+start_vm b 2 1 "$cmd_b" &
 pid_b=$!
 rc=0
 wait $pid_a || rc=1

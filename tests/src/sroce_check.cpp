@@ -87,6 +87,24 @@ const char *gid_type_name(ibv_gid_type t)
 	return "?";
 }
 
+// Waits up to @ms for the next async event and acks it. Returns false (and
+// says why) if none came.
+bool next_async_event(ibv_context *ctx, int ms, ibv_async_event *out)
+{
+	pollfd pfd = { ctx->async_fd, POLLIN, 0 };
+	if (poll(&pfd, 1, ms) <= 0) {
+		fprintf(stderr, "FAIL: no async event within %d ms\n", ms);
+		return false;
+	}
+	if (ibv_get_async_event(ctx, out)) {
+		fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
+			strerror(errno));
+		return false;
+	}
+	ibv_ack_async_event(out);
+	return true;
+}
+
 int cmd_attrs(const char *dev)
 {
 	Context ctx(dev);
@@ -176,23 +194,12 @@ int cmd_events(const char *dev, int count, int secs)
 	printf("ready\n");
 	fflush(stdout);
 	for (int i = 0; i < count; i++) {
-		pollfd pfd = { ctx.get()->async_fd, POLLIN, 0 };
-		int r = poll(&pfd, 1, secs * 1000);
-		if (r <= 0) {
-			fprintf(stderr, "FAIL: no async event %d of %d in %d s\n",
-				i + 1, count, secs);
-			return 1;
-		}
 		ibv_async_event ev;
-		if (ibv_get_async_event(ctx.get(), &ev)) {
-			fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
-				strerror(errno));
+		if (!next_async_event(ctx.get(), secs * 1000, &ev))
 			return 1;
-		}
 		printf("event %s port %d\n", ibv_event_type_str(ev.event_type),
 		       ev.element.port_num);
 		fflush(stdout);
-		ibv_ack_async_event(&ev);
 	}
 	return 0;
 }
@@ -245,23 +252,11 @@ int cmd_hold(const char *dev, int npd)
 	printf("ready\n");
 	fflush(stdout);
 
-	for (;;) {
-		pollfd pfd = { ctx.get()->async_fd, POLLIN, 0 };
-		if (poll(&pfd, 1, 60000) <= 0) {
-			fprintf(stderr, "FAIL: device never went away\n");
+	ibv_async_event ev;
+	do {
+		if (!next_async_event(ctx.get(), 60000, &ev))
 			return 1;
-		}
-		ibv_async_event ev;
-		if (ibv_get_async_event(ctx.get(), &ev)) {
-			fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
-				strerror(errno));
-			return 1;
-		}
-		ibv_event_type type = ev.event_type;
-		ibv_ack_async_event(&ev);
-		if (type == IBV_EVENT_DEVICE_FATAL)
-			break;
-	}
+	} while (ev.event_type != IBV_EVENT_DEVICE_FATAL);
 	printf("fatal\n");
 	// The objects are gone in the kernel; destroying them must still
 	// succeed so that applications can clean up.
