@@ -188,7 +188,7 @@ int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
 	struct ib_device *ibdev = &sdev->ibdev;
 	int err;
 
-	strscpy(ibdev->node_desc, "sroce", sizeof(ibdev->node_desc));
+	strscpy(ibdev->node_desc, SROCE_NODE_DESC, sizeof(ibdev->node_desc));
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
 	ibdev->num_comp_vectors = 1;

@@ -36,15 +36,15 @@ link_add() {
 	ibdev_exists "$1" || fail "$1 missing after rdma link add"
 }
 
-# Remove every sroce device (the runner calls this between cases).
+# Remove every sroce device, whatever its name (the runner calls this
+# between cases).
 remove_all_links() {
 	local d
 	for d in /sys/class/infiniband/*; do
-		[ -e "$d" ] || continue
-		case "$(basename "$d")" in
-		sroce*) rdma link delete "$(basename "$d")" ;;
-		esac
+		[ "$(cat "$d/node_desc" 2>/dev/null)" = sroce ] &&
+			rdma link delete "$(basename "$d")"
 	done
+	return 0
 }
 
 port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }

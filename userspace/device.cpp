@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <string_view>
 
 namespace sroce {
 namespace {
@@ -98,7 +100,9 @@ void uninit_device(verbs_device *vdev) noexcept
 	delete reinterpret_cast<device *>(vdev);
 }
 
-// Our kernel devices report RDMA_DRIVER_UNKNOWN, so they are matched by name.
+// Our kernel devices report RDMA_DRIVER_UNKNOWN, so libibverbs cannot match
+// them by driver id: the table matches the usual names, and match_device()
+// also takes a renamed device by its node description.
 const verbs_match_ent match_table[] = {
 	{ .driver_data = nullptr,
 	  .u = { .modalias = "rdma_device:*N" SROCE_DEV_NAME_PREFIX "*" },
@@ -106,13 +110,29 @@ const verbs_match_ent match_table[] = {
 	{},
 };
 
+bool match_device(verbs_sysfs_dev *sysfs_dev) noexcept
+{
+	if (sysfs_dev->match)
+		return true;
+
+	char desc[64];
+	int n = ibv_read_ibdev_sysfs_file(desc, sizeof(desc), sysfs_dev,
+					  "node_desc");
+	if (n <= 0)
+		return false;
+	std::string_view d(desc, strnlen(desc, sizeof(desc)));
+	while (!d.empty() && (d.back() == '\n' || d.back() == ' '))
+		d.remove_suffix(1);
+	return d == SROCE_NODE_DESC;
+}
+
 const verbs_device_ops device_ops = {
 	.name = "sroce",
 	.match_min_abi_version = SROCE_UVERBS_ABI_VERSION,
 	.match_max_abi_version = SROCE_UVERBS_ABI_VERSION,
 	.match_table = match_table,
 	.static_providers = nullptr,
-	.match_device = nullptr,
+	.match_device = match_device,
 	.alloc_context = alloc_context,
 	.import_context = nullptr,
 	.alloc_device = alloc_device,

@@ -11,6 +11,7 @@
 //   sroce-check gids DEV             one line per valid GID: "IDX GID TYPE"
 //   sroce-check events DEV N SECS    wait for N async events, print them
 //   sroce-check pds DEV NCTX NPD     NPD PDs in each of NCTX contexts
+//   sroce-check pdlimit DEV          max_pd is exact and enforced (ENOMEM)
 //   sroce-check hold DEV NPD         hold a context and NPD PDs until the
 //                                    device goes away (DEVICE_FATAL)
 #include <infiniband/verbs.h>
@@ -237,6 +238,39 @@ int cmd_pds(const char *dev, int nctx, int npd)
 	return failures ? 1 : 0;
 }
 
+// Allocates PDs until the device refuses: it must refuse with ENOMEM at
+// exactly max_pd, and allocate again once one is freed.
+int cmd_pdlimit(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_device_attr a{};
+	if (ibv_query_device(ctx.get(), &a))
+		return 1;
+	std::vector<ibv_pd *> pds;
+	ibv_pd *pd;
+	while (pds.size() <= size_t(a.max_pd) && (pd = ibv_alloc_pd(ctx.get())))
+		pds.push_back(pd);
+	int err = errno;
+	CHECK(pds.size() == size_t(a.max_pd), "allocated %zu PDs, max_pd %d",
+	      pds.size(), a.max_pd);
+	CHECK(err == ENOMEM, "PD past the limit: errno %d (%s), expected ENOMEM",
+	      err, strerror(err));
+	if (!pds.empty()) {
+		CHECK(ibv_dealloc_pd(pds.back()) == 0, "dealloc failed");
+		pds.pop_back();
+		pd = ibv_alloc_pd(ctx.get());
+		CHECK(pd, "no PD after freeing one: %s", strerror(errno));
+		if (pd)
+			pds.push_back(pd);
+	}
+	for (ibv_pd *p : pds)
+		ibv_dealloc_pd(p);
+	printf("max_pd %d enforced\n", a.max_pd);
+	return failures ? 1 : 0;
+}
+
 int cmd_hold(const char *dev, int npd)
 {
 	Context ctx(dev);
@@ -269,7 +303,7 @@ int cmd_hold(const char *dev, int npd)
 
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|hold "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -294,6 +328,8 @@ int main(int argc, char **argv)
 		return cmd_events(dev, num(3), num(4));
 	if (cmd == "pds" && argc == 5)
 		return cmd_pds(dev, num(3), num(4));
+	if (cmd == "pdlimit")
+		return cmd_pdlimit(dev);
 	if (cmd == "hold" && argc == 4)
 		return cmd_hold(dev, num(3));
 	return usage();

@@ -14,8 +14,13 @@
 /* uverbs ABI version reported by the kernel and checked by the provider. */
 #define SROCE_UVERBS_ABI_VERSION 1
 
-/* Name prefix of every device sroce registers ("sroce0", "sroce1", ...). */
+/*
+ * Devices are usually named "sroce0", "sroce1", ...; the name can be changed
+ * ("rdma dev set ... name"), the node description cannot: it identifies an
+ * sroce device to the provider.
+ */
 #define SROCE_DEV_NAME_PREFIX "sroce"
+#define SROCE_NODE_DESC "sroce"
 
 /*
  * Firmware version, as query_device's 64-bit fw_ver: major in bits 47..32,
