@@ -73,6 +73,8 @@ timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" -append "$append" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+	-fsdev local,id=repo,path="$repo",security_model=none,readonly=on,multidevs=remap \
+	-device virtio-9p-pci,fsdev=repo,mount_tag=repo \
 	-fsdev local,id=results,path="$out",security_model=none \
 	-device virtio-9p-pci,fsdev=results,mount_tag=results \
 	-netdev "$nic,id=n0" -device virtio-net-pci,netdev=n0,mac="$mac" \
