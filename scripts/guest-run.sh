@@ -7,6 +7,7 @@ rdma link show
 rdma dev show
 ibv_devices
 ibv_devinfo -d sroce0
+ibv_devinfo -v -d sroce0 | grep -E 'GID\['
 tests/bin/sroce-check pds sroce0 4 16
 rdma link delete sroce0
 rmmod sroce

@@ -38,6 +38,19 @@ install_layout() {
 }
 host_test "make install/uninstall layout" install_layout
 
+# Two VMs joined by a socket link on 127.0.0.1: each adds sroce0 on its eth0
+# (port ACTIVE, its own address in the GID table) and reaches the other.
+pair_link() {
+	local guest='. tests/lib.sh; modprobe ib_uverbs && load_sroce &&
+		link_add sroce0 eth0 &&
+		[ "$(port_field sroce0 state)" = 4 ] &&
+		"$check" gids sroce0 | grep -q "::ffff:$MY4 RoCEv2" &&
+		busybox ping -c 3 -W 10 "$PEER4" >/dev/null && sleep 3'
+	scripts/vm-pair.sh --timeout 300 --out "$repo/build/pair" \
+		-- "MY4=10.0.3.1; $guest" -- "MY4=10.0.3.2; $guest"
+}
+host_test "two VMs on a 127.0.0.1 socket link" pair_link
+
 out=$repo/build/test-run
 rm -rf "$out"
 scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
