@@ -15,10 +15,14 @@
 
 #include <rdma/sroce-abi.h>
 
+#include "sroce_queue.h"
+
 #define SROCE_PORT		1
 #define SROCE_GID_TBL_LEN	1024
 #define SROCE_PKEY_TBL_LEN	1
 #define SROCE_MAX_PD		0x10000
+#define SROCE_MAX_CQ		0x4000
+#define SROCE_MAX_CQE		0x10000
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
 #define SROCE_HW_VER		1
@@ -32,6 +36,7 @@
  * @port_state: last port state reported to ib_core, protected by @state_lock
  * @state_lock: serialises port state changes and their async events
  * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
+ * @num_cq: CQs allocated on this device (bounded by SROCE_MAX_CQ)
  */
 struct sroce_dev {
 	struct ib_device ibdev;
@@ -42,6 +47,7 @@ struct sroce_dev {
 	enum ib_port_state port_state;
 
 	atomic_t num_pd;
+	atomic_t num_cq;
 };
 
 struct sroce_ucontext {
@@ -50,6 +56,20 @@ struct sroce_ucontext {
 
 struct sroce_pd {
 	struct ib_pd ibpd;
+};
+
+/**
+ * struct sroce_cq - a completion queue
+ * @ibcq: ib_core's CQ
+ * @lock: serialises producers; protects @ring and @prod
+ * @ring: the CQE ring shared with the provider
+ * @prod: the kernel's producer index (the shared one is only written)
+ */
+struct sroce_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock; /* see above */
+	struct sroce_ring ring;
+	u32 prod;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
@@ -67,6 +87,12 @@ struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);
 void sroce_port_update(struct sroce_dev *sdev);
 enum ib_port_state sroce_netdev_port_state(struct net_device *ndev);
 void sroce_dealloc_driver(struct ib_device *ibdev);
+
+/* sroce_cq.c */
+int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct ib_udata *udata);
+int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 
 /* sroce_verbs.c */
 int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name);

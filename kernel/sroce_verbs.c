@@ -32,6 +32,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->vendor_part_id = SROCE_VENDOR_PART_ID;
 	attr->hw_ver = SROCE_HW_VER;
 	attr->max_pd = SROCE_MAX_PD;
+	attr->max_cq = SROCE_MAX_CQ;
+	attr->max_cqe = SROCE_MAX_CQE;
 	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
@@ -158,18 +160,24 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_pd = sroce_alloc_pd,
+	.create_cq = sroce_create_cq,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.destroy_cq = sroce_destroy_cq,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
+	.mmap = sroce_mmap,
+	.mmap_free = sroce_mmap_free,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.resize_cq = sroce_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
@@ -191,7 +199,7 @@ int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
 	strscpy(ibdev->node_desc, SROCE_NODE_DESC, sizeof(ibdev->node_desc));
 	ibdev->node_type = RDMA_NODE_IB_CA;
 	ibdev->phys_port_cnt = 1;
-	ibdev->num_comp_vectors = 1;
+	ibdev->num_comp_vectors = num_possible_cpus();
 	ibdev->local_dma_lkey = 0;
 	ibdev->dev.parent = sdev->ndev->dev.parent;
 	addrconf_addr_eui48((unsigned char *)&ibdev->node_guid,

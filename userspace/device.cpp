@@ -48,10 +48,15 @@ void free_context(ibv_context *ibctx) noexcept
 
 const verbs_context_ops context_ops = {
 	.alloc_pd = alloc_pd,
+	.create_cq = create_cq,
 	.dealloc_pd = dealloc_pd,
+	.destroy_cq = destroy_cq,
 	.free_context = free_context,
+	.poll_cq = poll_cq,
 	.query_device_ex = query_device_ex,
 	.query_port = query_port,
+	.req_notify_cq = req_notify_cq,
+	.resize_cq = resize_cq,
 };
 
 verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd,

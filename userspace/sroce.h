@@ -8,6 +8,9 @@
 
 #include "verbs_abi.h"
 
+#include <pthread.h>
+#include <sys/mman.h>
+
 #include <rdma/sroce-abi.h>
 
 namespace sroce {
@@ -25,6 +28,73 @@ struct pd {
 	ibv_pd ibpd;
 };
 
+// An mmap()ed area of the command fd, unmapped when it goes out of scope.
+class mapping {
+public:
+	mapping() = default;
+	mapping(int fd, uint64_t offset, size_t length) noexcept
+	{
+		void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd, off_t(offset));
+		if (p != MAP_FAILED) {
+			addr_ = p;
+			length_ = length;
+		}
+	}
+	~mapping() { reset(); }
+	mapping(const mapping &) = delete;
+	mapping &operator=(const mapping &) = delete;
+	mapping(mapping &&o) noexcept { *this = static_cast<mapping &&>(o); }
+	mapping &operator=(mapping &&o) noexcept
+	{
+		if (this != &o) {
+			reset();
+			addr_ = o.addr_;
+			length_ = o.length_;
+			o.addr_ = nullptr;
+			o.length_ = 0;
+		}
+		return *this;
+	}
+	void reset() noexcept
+	{
+		if (addr_)
+			munmap(addr_, length_);
+		addr_ = nullptr;
+		length_ = 0;
+	}
+	explicit operator bool() const { return addr_; }
+	char *get() const { return static_cast<char *>(addr_); }
+
+private:
+	void *addr_ = nullptr;
+	size_t length_ = 0;
+};
+
+// A ring shared with the kernel (see struct sroce_ring_hdr).
+struct ring {
+	mapping map;
+	uint32_t num_slots = 0;
+	uint32_t slot_size = 0;
+
+	sroce_ring_hdr *hdr() const
+	{
+		return reinterpret_cast<sroce_ring_hdr *>(map.get());
+	}
+	void *slot(uint32_t index) const
+	{
+		return map.get() + SROCE_RING_SLOTS_OFFSET +
+		       size_t(index & (num_slots - 1)) * slot_size;
+	}
+};
+
+struct cq {
+	verbs_cq vcq;
+	pthread_spinlock_t lock; // serialises pollers and resize
+	ring r;
+	uint32_t cons = 0; // our consumer index; published to r.hdr()->cons
+};
+
 inline context *to_ctx(ibv_context *ibctx)
 {
 	return reinterpret_cast<context *>(
@@ -36,6 +106,19 @@ inline pd *to_pd(ibv_pd *ibpd)
 {
 	return reinterpret_cast<pd *>(ibpd);
 }
+
+inline cq *to_cq(ibv_cq *ibcq)
+{
+	return reinterpret_cast<cq *>(ibcq);
+}
+
+// cq.cpp
+ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
+		  int comp_vector) noexcept;
+int destroy_cq(ibv_cq *ibcq) noexcept;
+int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
+int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept;
+int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
 
 // pd.cpp
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;

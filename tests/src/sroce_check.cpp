@@ -12,6 +12,8 @@
 //   sroce-check events DEV N SECS    wait for N async events, print them
 //   sroce-check pds DEV NCTX NPD     NPD PDs in each of NCTX contexts
 //   sroce-check pdlimit DEV          max_pd is exact and enforced (ENOMEM)
+//   sroce-check cq DEV               CQ create/resize/arm/channel and errnos
+//   sroce-check cqlimit DEV          max_cq is exact and enforced (ENOMEM)
 //   sroce-check hold DEV NPD         hold a context and NPD PDs until the
 //                                    device goes away (DEVICE_FATAL)
 #include <infiniband/verbs.h>
@@ -271,6 +273,105 @@ int cmd_pdlimit(const char *dev)
 	return failures ? 1 : 0;
 }
 
+// CQ creation, limits, resize, arming and completion channels.
+int cmd_cq(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_device_attr a{};
+	if (ibv_query_device(ctx.get(), &a))
+		return 1;
+	CHECK(a.max_cq > 0 && a.max_cqe > 0, "max_cq %d max_cqe %d", a.max_cq,
+	      a.max_cqe);
+
+	for (int want : { 1, 2, 3, 100, 4096, a.max_cqe }) {
+		ibv_cq *cq = ibv_create_cq(ctx.get(), want, nullptr, nullptr, 0);
+		CHECK(cq, "ibv_create_cq(%d): %s", want, strerror(errno));
+		if (!cq)
+			continue;
+		CHECK(cq->cqe >= want, "asked for %d CQEs, got %d", want,
+		      cq->cqe);
+		ibv_wc wc[4];
+		CHECK(ibv_poll_cq(cq, 4, wc) == 0, "new CQ is not empty");
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify_cq(0)");
+		CHECK(ibv_req_notify_cq(cq, 1) == 0, "req_notify_cq(1)");
+		CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+	}
+
+	for (int bad : { 0, -1, a.max_cqe + 1 }) {
+		errno = 0;
+		ibv_cq *cq = ibv_create_cq(ctx.get(), bad, nullptr, nullptr, 0);
+		CHECK(!cq && errno == EINVAL, "ibv_create_cq(%d): %p errno %d",
+		      bad, (void *)cq, errno);
+		if (cq)
+			ibv_destroy_cq(cq);
+	}
+	errno = 0;
+	ibv_cq *bad = ibv_create_cq(ctx.get(), 16, nullptr, nullptr,
+				    ctx.get()->num_comp_vectors);
+	CHECK(!bad && errno == EINVAL, "comp_vector out of range: errno %d",
+	      errno);
+
+	ibv_cq *cq = ibv_create_cq(ctx.get(), 16, nullptr, nullptr, 0);
+	CHECK(cq, "ibv_create_cq(16): %s", strerror(errno));
+	if (cq) {
+		for (int want : { 1000, 8, a.max_cqe, 1 }) {
+			int ret = ibv_resize_cq(cq, want);
+			CHECK(ret == 0 && cq->cqe >= want,
+			      "resize to %d: ret %d cqe %d", want, ret, cq->cqe);
+			ibv_wc wc;
+			CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "resized CQ not empty");
+		}
+		CHECK(ibv_resize_cq(cq, a.max_cqe + 1) == EINVAL,
+		      "resize past max_cqe accepted");
+		CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
+	}
+
+	ibv_comp_channel *ch = ibv_create_comp_channel(ctx.get());
+	CHECK(ch, "ibv_create_comp_channel: %s", strerror(errno));
+	if (ch) {
+		cq = ibv_create_cq(ctx.get(), 8, nullptr, ch, 0);
+		CHECK(cq && cq->channel == ch, "CQ on a channel: %s",
+		      strerror(errno));
+		if (cq) {
+			CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
+			pollfd pfd = { ch->fd, POLLIN, 0 };
+			CHECK(poll(&pfd, 1, 100) == 0,
+			      "event on a CQ that got no completion");
+			CHECK(ibv_destroy_cq(cq) == 0, "destroy");
+		}
+		CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
+	}
+	printf("cq checks done\n");
+	return failures ? 1 : 0;
+}
+
+// Creates CQs until the device refuses: ENOMEM at exactly max_cq.
+int cmd_cqlimit(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_device_attr a{};
+	if (ibv_query_device(ctx.get(), &a))
+		return 1;
+	std::vector<ibv_cq *> cqs;
+	ibv_cq *cq;
+	while (cqs.size() <= size_t(a.max_cq) &&
+	       (cq = ibv_create_cq(ctx.get(), 1, nullptr, nullptr, 0)))
+		cqs.push_back(cq);
+	int err = errno;
+	CHECK(cqs.size() == size_t(a.max_cq), "created %zu CQs, max_cq %d",
+	      cqs.size(), a.max_cq);
+	CHECK(err == ENOMEM, "CQ past the limit: errno %d, expected ENOMEM",
+	      err);
+	for (ibv_cq *c : cqs)
+		CHECK(ibv_destroy_cq(c) == 0, "destroy");
+	printf("max_cq %d enforced\n", a.max_cq);
+	return failures ? 1 : 0;
+}
+
 int cmd_hold(const char *dev, int npd)
 {
 	Context ctx(dev);
@@ -303,7 +404,7 @@ int cmd_hold(const char *dev, int npd)
 
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|cq|cqlimit|hold "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -328,6 +429,10 @@ int main(int argc, char **argv)
 		return cmd_events(dev, num(3), num(4));
 	if (cmd == "pds" && argc == 5)
 		return cmd_pds(dev, num(3), num(4));
+	if (cmd == "cq")
+		return cmd_cq(dev);
+	if (cmd == "cqlimit")
+		return cmd_cqlimit(dev);
 	if (cmd == "pdlimit")
 		return cmd_pdlimit(dev);
 	if (cmd == "hold" && argc == 4)

@@ -38,4 +38,71 @@ struct sroce_alloc_ucontext_resp {
 	__u32 reserved;
 };
 
+/*
+ * Shared rings
+ *
+ * Every queue shared with user space (CQ, and later SQ, RQ, SRQ) is one
+ * mmap()ed area: a struct sroce_ring_hdr, then num_slots slots of slot_size
+ * bytes at offset SROCE_RING_SLOTS_OFFSET. num_slots is a power of two; the
+ * indices are free-running 32-bit counters, a slot is index & (num_slots - 1).
+ *
+ * Each index has one writer. The producer fills a slot, then publishes it
+ * with a release store of @prod; the consumer reads @prod with an acquire
+ * load, consumes, then releases the slot with a release store of @cons. The
+ * kernel keeps its own copy of the index it writes and never trusts a value
+ * it reads from the ring: a ring whose indices make no sense puts the queue
+ * in error, it never makes the kernel read or write outside the ring.
+ *
+ * Geometry (num_slots, slot_size, mmap offset and length) is returned by the
+ * create command, never read back from the ring.
+ */
+struct sroce_ring_hdr {
+	__u32 prod;		/* written by the producer only */
+	__u32 reserved0[15];
+	__u32 cons;		/* written by the consumer only */
+	__u32 reserved1[15];
+	/*
+	 * CQ only: completion notification requested by the consumer, one of
+	 * enum sroce_cq_notify. The consumer sets it (ibv_req_notify_cq); the
+	 * kernel takes it (exchanges it with SROCE_CQ_NOTIFY_NONE) when a
+	 * completion that matches it arrives and raises a completion event.
+	 */
+	__u32 notify;
+	__u32 reserved2[15];
+};
+
+#define SROCE_RING_SLOTS_OFFSET 4096
+
+enum sroce_cq_notify {
+	SROCE_CQ_NOTIFY_NONE = 0,
+	SROCE_CQ_NOTIFY_SOLICITED = 1,
+	SROCE_CQ_NOTIFY_NEXT = 2,	/* any completion; outranks SOLICITED */
+};
+
+/* A completion queue entry: one CQ ring slot. */
+struct sroce_cqe {
+	__aligned_u64 wr_id;
+	__u32 status;		/* enum ibv_wc_status */
+	__u32 opcode;		/* enum ibv_wc_opcode */
+	__u32 vendor_err;
+	__u32 byte_len;
+	__u32 ex;		/* imm_data (network order) or invalidated rkey */
+	__u32 qp_num;
+	__u32 src_qp;
+	__u32 wc_flags;		/* enum ibv_wc_flags */
+	__u16 pkey_index;
+	__u16 slid;
+	__u8 sl;
+	__u8 dlid_path_bits;
+	__u8 reserved[18];
+};
+
+/* Response to CREATE_CQ and RESIZE_CQ (after the core response). */
+struct sroce_create_cq_resp {
+	__aligned_u64 mmap_offset;	/* of the ring, for mmap() on the cmd fd */
+	__aligned_u64 mmap_length;
+	__u32 num_slots;
+	__u32 reserved;
+};
+
 #endif /* SROCE_ABI_USER_H */

@@ -1,0 +1,7 @@
+# CQs: sizes up to max_cqe, bad sizes and comp_vector give EINVAL, resize up
+# and down, arming, completion channels; rdma resource shows none left.
+. "$(dirname "$0")/../lib.sh"
+link_add sroce0 eth0
+"$check" cq sroce0 || fail "CQ checks"
+n=$(rdma resource show cq dev sroce0 | grep -c 'dev sroce0')
+expect_eq "CQs left in rdma resource" 0 "$n"
