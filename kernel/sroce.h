@@ -15,6 +15,7 @@
 
 #include <rdma/sroce-abi.h>
 
+#include "sroce_mr.h"
 #include "sroce_queue.h"
 
 #define SROCE_PORT		1
@@ -23,6 +24,8 @@
 #define SROCE_MAX_PD		0x10000
 #define SROCE_MAX_CQ		0x4000
 #define SROCE_MAX_CQE		0x10000
+#define SROCE_MAX_MR		0x100000
+#define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
 #define SROCE_HW_VER		1
@@ -37,6 +40,9 @@
  * @state_lock: serialises port state changes and their async events
  * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
  * @num_cq: CQs allocated on this device (bounded by SROCE_MAX_CQ)
+ * @num_mr: MRs registered on this device (bounded by SROCE_MAX_MR)
+ * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
+ * @mem_next: next index to try, so that indices are used round-robin
  */
 struct sroce_dev {
 	struct ib_device ibdev;
@@ -48,6 +54,9 @@ struct sroce_dev {
 
 	atomic_t num_pd;
 	atomic_t num_cq;
+	atomic_t num_mr;
+	struct xarray mem_xa;
+	u32 mem_next;
 };
 
 struct sroce_ucontext {

@@ -131,6 +131,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	sdev->ndev = ndev;
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
+	xa_init_flags(&sdev->mem_xa, XA_FLAGS_ALLOC1);
 	sdev->port_state = sroce_netdev_port_state(ndev);
 
 	err = sroce_register_device(sdev, ibdev_name);
@@ -177,6 +178,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	list_del_init(&sdev->list);
 	mutex_unlock(&sroce_dev_lock);
 	mutex_destroy(&sdev->state_lock);
+	WARN_ON(!xa_empty(&sdev->mem_xa));
+	xa_destroy(&sdev->mem_xa);
 }
 
 static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,

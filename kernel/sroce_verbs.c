@@ -26,7 +26,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 	memset(attr, 0, sizeof(*attr));
 	attr->fw_ver = SROCE_FW_VER;
 	attr->sys_image_guid = sdev->ibdev.node_guid;
-	attr->max_mr_size = 0;
+	attr->max_mr_size = SROCE_MAX_MR_SIZE;
 	attr->page_size_cap = PAGE_SIZE;
 	attr->vendor_id = SROCE_VENDOR_ID;
 	attr->vendor_part_id = SROCE_VENDOR_PART_ID;
@@ -34,6 +34,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_pd = SROCE_MAX_PD;
 	attr->max_cq = SROCE_MAX_CQ;
 	attr->max_cqe = SROCE_MAX_CQE;
+	attr->max_mr = SROCE_MAX_MR;
 	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
@@ -165,6 +166,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dereg_mr = sroce_dereg_mr,
 	.destroy_cq = sroce_destroy_cq,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
@@ -175,6 +177,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.reg_user_mr = sroce_reg_user_mr,
 	.resize_cq = sroce_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),

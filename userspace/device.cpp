@@ -50,11 +50,13 @@ const verbs_context_ops context_ops = {
 	.alloc_pd = alloc_pd,
 	.create_cq = create_cq,
 	.dealloc_pd = dealloc_pd,
+	.dereg_mr = dereg_mr,
 	.destroy_cq = destroy_cq,
 	.free_context = free_context,
 	.poll_cq = poll_cq,
 	.query_device_ex = query_device_ex,
 	.query_port = query_port,
+	.reg_mr = reg_mr,
 	.req_notify_cq = req_notify_cq,
 	.resize_cq = resize_cq,
 };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 //
-// Protection domains.
+// Protection domains and memory regions.
 #include "sroce.h"
 
 #include <cerrno>
@@ -34,6 +34,36 @@ int dealloc_pd(ibv_pd *ibpd) noexcept
 	if (ret)
 		return ret;
 	delete to_pd(ibpd);
+	return 0;
+}
+
+ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
+	       int access) noexcept
+{
+	auto *vmr = new (std::nothrow) verbs_mr{};
+	if (!vmr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	struct ibv_reg_mr cmd{};
+	ib_uverbs_reg_mr_resp resp{};
+	int ret = ibv_cmd_reg_mr(ibpd, addr, length, hca_va, access, vmr, &cmd,
+				 sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		delete vmr;
+		errno = ret;
+		return nullptr;
+	}
+	return &vmr->ibv_mr;
+}
+
+int dereg_mr(verbs_mr *vmr) noexcept
+{
+	int ret = ibv_cmd_dereg_mr(vmr);
+	if (ret)
+		return ret;
+	delete vmr;
 	return 0;
 }
 

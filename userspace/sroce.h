@@ -120,8 +120,11 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
 int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept;
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
 
-// pd.cpp
+// pd.cpp: protection domains and memory regions
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
 int dealloc_pd(ibv_pd *ibpd) noexcept;
+ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
+	       int access) noexcept;
+int dereg_mr(verbs_mr *vmr) noexcept;
 
 } // namespace sroce

@@ -259,6 +259,11 @@ struct ibv_resize_cq {
 	ib_uverbs_resize_cq core_payload;
 };
 
+struct ibv_reg_mr {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_reg_mr core_payload;
+};
+
 // libibverbs entry points for providers (symbol version IBVERBS_PRIVATE_34).
 void verbs_register_driver_34(const verbs_device_ops *ops);
 void *_verbs_init_and_alloc_context(ibv_device *device, int cmd_fd,
@@ -288,6 +293,11 @@ int ibv_cmd_alloc_pd(ibv_context *context, ibv_pd *pd,
 		     size_t cmd_size, ib_uverbs_alloc_pd_resp *resp,
 		     size_t resp_size);
 int ibv_cmd_dealloc_pd(ibv_pd *pd);
+int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
+		   int access, verbs_mr *vmr, struct ibv_reg_mr *cmd,
+		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
+		   size_t resp_size);
+int ibv_cmd_dereg_mr(verbs_mr *vmr);
 int ibv_cmd_create_cq(ibv_context *context, int cqe,
 		      ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
@@ -364,4 +374,5 @@ static_assert(sizeof(ibv_get_context) == 16);
 static_assert(sizeof(struct ibv_alloc_pd) == 16);
 static_assert(sizeof(struct ibv_query_port) == 24);
 static_assert(sizeof(struct ibv_create_cq) == 40);
+static_assert(sizeof(struct ibv_reg_mr) == 48);
 static_assert(sizeof(struct ibv_resize_cq) == 24);

@@ -14,8 +14,9 @@
 //   sroce-check pdlimit DEV          max_pd is exact and enforced (ENOMEM)
 //   sroce-check cq DEV               CQ create/resize/arm/channel and errnos
 //   sroce-check cqlimit DEV          max_cq is exact and enforced (ENOMEM)
-//   sroce-check hold DEV NPD         hold a context and NPD PDs until the
-//                                    device goes away (DEVICE_FATAL)
+//   sroce-check mr DEV               MR keys, errnos, read-only, 1 GiB
+//   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ and an MR
+//                                    until the device goes away (DEVICE_FATAL)
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
@@ -24,6 +25,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <poll.h>
+#include <set>
+#include <sys/mman.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -372,6 +375,132 @@ int cmd_cqlimit(const char *dev)
 	return failures ? 1 : 0;
 }
 
+// Counts the MRs `rdma resource` shows for @dev.
+int rdma_resource_mrs(const char *dev)
+{
+	std::string cmd = std::string("rdma resource show mr dev ") + dev;
+	FILE *f = popen(cmd.c_str(), "r");
+	if (!f)
+		return -1;
+	int n = 0;
+	char line[512];
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, "lkey") != nullptr;
+	pclose(f);
+	return n;
+}
+
+// ibv_reg_mr/ibv_dereg_mr: keys, the man page's errnos, and a 1 GiB MR.
+int cmd_mr(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_pd *pd = ibv_alloc_pd(ctx.get());
+	if (!pd)
+		return 1;
+	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	const size_t len = 64 * 1024;
+	char *buf = static_cast<char *>(mmap(nullptr, len, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	CHECK(buf != MAP_FAILED, "mmap");
+
+	// Keys: lkey == rkey; a new registration never gets a recent key.
+	std::set<uint32_t> keys, tags;
+	uint32_t prev_index = 0;
+	for (int i = 0; i < 64; i++) {
+		ibv_mr *mr = ibv_reg_mr(pd, buf, len, rw);
+		CHECK(mr, "ibv_reg_mr #%d: %s", i, strerror(errno));
+		if (!mr)
+			break;
+		CHECK(mr->lkey == mr->rkey, "lkey 0x%x rkey 0x%x", mr->lkey,
+		      mr->rkey);
+		CHECK(mr->addr == buf && mr->length == len && mr->pd == pd,
+		      "mr addr %p length %zu", mr->addr, mr->length);
+		CHECK(keys.insert(mr->lkey).second, "key 0x%x handed out twice",
+		      mr->lkey);
+		CHECK((mr->lkey >> 8) != prev_index,
+		      "key index 0x%x reused right after dereg", mr->lkey >> 8);
+		prev_index = mr->lkey >> 8;
+		tags.insert(mr->lkey & 0xff);
+		CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+	}
+	CHECK(tags.size() > 1, "64 registrations, all with key tag 0x%x",
+	      *tags.begin());
+
+	// iova differs from the address.
+	ibv_mr *mr = ibv_reg_mr_iova(pd, buf, len, 0x1000000000ULL, rw);
+	CHECK(mr, "ibv_reg_mr_iova: %s", strerror(errno));
+	int held = rdma_resource_mrs(ibv_get_device_name(ctx.get()->device));
+	CHECK(held == 1, "rdma resource shows %d MRs, expected 1", held);
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+
+	struct {
+		const char *what;
+		void *addr;
+		size_t len;
+		int access;
+		int err;
+	} bad[] = {
+		{ "remote write without local write", buf, len,
+		  IBV_ACCESS_REMOTE_WRITE, EINVAL },
+		{ "remote atomic without local write", buf, len,
+		  IBV_ACCESS_REMOTE_ATOMIC, EINVAL },
+		{ "an unknown access bit", buf, len, 1 << 14, EINVAL },
+		{ "length 0", buf, 0, rw, EINVAL },
+	};
+	for (auto &b : bad) {
+		errno = 0;
+		ibv_mr *m = ibv_reg_mr(pd, b.addr, b.len, b.access);
+		CHECK(!m && errno == b.err, "%s: %p errno %d, expected %d",
+		      b.what, (void *)m, errno, b.err);
+		if (m)
+			ibv_dereg_mr(m);
+	}
+
+	// Unmapped memory: EFAULT.
+	char *hole = static_cast<char *>(mmap(nullptr, len, PROT_NONE,
+					      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	munmap(hole, len);
+	errno = 0;
+	mr = ibv_reg_mr(pd, hole, len, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr && errno == EFAULT, "unmapped: %p errno %d", (void *)mr,
+	      errno);
+
+	// Read-only memory registers for reading only.
+	char *ro = static_cast<char *>(mmap(nullptr, len, PROT_READ,
+					    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	errno = 0;
+	mr = ibv_reg_mr(pd, ro, len, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!mr && errno == EFAULT, "writable MR on read-only pages: %p "
+	      "errno %d", (void *)mr, errno);
+	mr = ibv_reg_mr(pd, ro, len, IBV_ACCESS_REMOTE_READ);
+	CHECK(mr, "read-only MR on read-only pages: %s", strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	munmap(ro, len);
+
+	// A 1 GiB MR.
+	const size_t big = 1UL << 30;
+	char *huge = static_cast<char *>(mmap(nullptr, big, PROT_READ | PROT_WRITE,
+					      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+	CHECK(huge != MAP_FAILED, "mmap 1 GiB");
+	if (huge != MAP_FAILED) {
+		mr = ibv_reg_mr(pd, huge, big, rw);
+		CHECK(mr && mr->length == big, "1 GiB MR: %s", strerror(errno));
+		if (mr)
+			CHECK(ibv_dereg_mr(mr) == 0, "dereg 1 GiB");
+		munmap(huge, big);
+	}
+
+	munmap(buf, len);
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+	printf("mr checks done\n");
+	return failures ? 1 : 0;
+}
+
 int cmd_hold(const char *dev, int npd)
 {
 	Context ctx(dev);
@@ -384,6 +513,13 @@ int cmd_hold(const char *dev, int npd)
 		if (pd)
 			pds.push_back(pd);
 	}
+	// A CQ and an MR too: the device's removal must take them all.
+	static char buf[8192];
+	ibv_cq *cq = ibv_create_cq(ctx.get(), 16, nullptr, nullptr, 0);
+	CHECK(cq, "ibv_create_cq: %s", strerror(errno));
+	ibv_mr *mr = pds.empty() ? nullptr :
+		ibv_reg_mr(pds[0], buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
 	printf("ready\n");
 	fflush(stdout);
 
@@ -395,6 +531,10 @@ int cmd_hold(const char *dev, int npd)
 	printf("fatal\n");
 	// The objects are gone in the kernel; destroying them must still
 	// succeed so that applications can clean up.
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr after removal");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq after removal");
 	for (ibv_pd *pd : pds) {
 		int ret = ibv_dealloc_pd(pd);
 		CHECK(ret == 0, "ibv_dealloc_pd after removal returned %d", ret);
@@ -404,7 +544,7 @@ int cmd_hold(const char *dev, int npd)
 
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|cq|cqlimit|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|cq|cqlimit|mr|hold "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -429,6 +569,8 @@ int main(int argc, char **argv)
 		return cmd_events(dev, num(3), num(4));
 	if (cmd == "pds" && argc == 5)
 		return cmd_pds(dev, num(3), num(4));
+	if (cmd == "mr")
+		return cmd_mr(dev);
 	if (cmd == "cq")
 		return cmd_cq(dev);
 	if (cmd == "cqlimit")
