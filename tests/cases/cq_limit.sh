@@ -1,4 +1,4 @@
 # max_cq is what the device enforces: CQ number max_cq+1 fails with ENOMEM.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-"$check" cqlimit sroce0 || fail "max_cq not enforced as reported"
+"$check" limit sroce0 cq || fail "max_cq not enforced as reported"

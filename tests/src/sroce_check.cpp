@@ -11,9 +11,8 @@
 //   sroce-check gids DEV             one line per valid GID: "IDX GID TYPE"
 //   sroce-check events DEV N SECS    wait for N async events, print them
 //   sroce-check pds DEV NCTX NPD     NPD PDs in each of NCTX contexts
-//   sroce-check pdlimit DEV          max_pd is exact and enforced (ENOMEM)
+//   sroce-check limit DEV pd|cq      max_pd/max_cq exact and enforced (ENOMEM)
 //   sroce-check cq DEV               CQ create/resize/arm/channel and errnos
-//   sroce-check cqlimit DEV          max_cq is exact and enforced (ENOMEM)
 //   sroce-check mr DEV               MR keys, errnos, read-only, 1 GiB
 //   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ and an MR
 //                                    until the device goes away (DEVICE_FATAL)
@@ -243,37 +242,56 @@ int cmd_pds(const char *dev, int nctx, int npd)
 	return failures ? 1 : 0;
 }
 
-// Allocates PDs until the device refuses: it must refuse with ENOMEM at
-// exactly max_pd, and allocate again once one is freed.
-int cmd_pdlimit(const char *dev)
+// Allocates objects until the device refuses: it must refuse with ENOMEM at
+// exactly @limit (what query_device reported), and allocate again once one
+// is freed.
+template <typename Alloc, typename Release>
+int check_limit(const char *what, int limit, Alloc alloc, Release release)
+{
+	using obj = decltype(alloc());
+	std::vector<obj> objs;
+	obj o;
+	while (objs.size() <= size_t(limit) && (o = alloc()))
+		objs.push_back(o);
+	int err = errno;
+	CHECK(objs.size() == size_t(limit), "created %zu %ss, limit %d",
+	      objs.size(), what, limit);
+	CHECK(err == ENOMEM, "%s past the limit: errno %d (%s), expected ENOMEM",
+	      what, err, strerror(err));
+	if (!objs.empty()) {
+		CHECK(release(objs.back()) == 0, "freeing a %s", what);
+		objs.pop_back();
+		o = alloc();
+		CHECK(o, "no %s after freeing one: %s", what, strerror(errno));
+		if (o)
+			objs.push_back(o);
+	}
+	for (obj x : objs)
+		CHECK(release(x) == 0, "freeing a %s", what);
+	printf("%s limit %d enforced\n", what, limit);
+	return failures ? 1 : 0;
+}
+
+int cmd_limit(const char *dev, std::string_view kind)
 {
 	Context ctx(dev);
 	if (!ctx)
 		return 1;
+	ibv_context *c = ctx.get();
 	ibv_device_attr a{};
-	if (ibv_query_device(ctx.get(), &a))
+	if (ibv_query_device(c, &a))
 		return 1;
-	std::vector<ibv_pd *> pds;
-	ibv_pd *pd;
-	while (pds.size() <= size_t(a.max_pd) && (pd = ibv_alloc_pd(ctx.get())))
-		pds.push_back(pd);
-	int err = errno;
-	CHECK(pds.size() == size_t(a.max_pd), "allocated %zu PDs, max_pd %d",
-	      pds.size(), a.max_pd);
-	CHECK(err == ENOMEM, "PD past the limit: errno %d (%s), expected ENOMEM",
-	      err, strerror(err));
-	if (!pds.empty()) {
-		CHECK(ibv_dealloc_pd(pds.back()) == 0, "dealloc failed");
-		pds.pop_back();
-		pd = ibv_alloc_pd(ctx.get());
-		CHECK(pd, "no PD after freeing one: %s", strerror(errno));
-		if (pd)
-			pds.push_back(pd);
-	}
-	for (ibv_pd *p : pds)
-		ibv_dealloc_pd(p);
-	printf("max_pd %d enforced\n", a.max_pd);
-	return failures ? 1 : 0;
+	if (kind == "pd")
+		return check_limit("PD", a.max_pd,
+				   [c] { return ibv_alloc_pd(c); },
+				   [](ibv_pd *pd) { return ibv_dealloc_pd(pd); });
+	if (kind == "cq")
+		return check_limit(
+			"CQ", a.max_cq,
+			[c] { return ibv_create_cq(c, 1, nullptr, nullptr, 0); },
+			[](ibv_cq *cq) { return ibv_destroy_cq(cq); });
+	fprintf(stderr, "limit: unknown kind\n");
+	return 2;
 }
 
 // CQ creation, limits, resize, arming and completion channels.
@@ -347,31 +365,6 @@ int cmd_cq(const char *dev)
 		CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
 	}
 	printf("cq checks done\n");
-	return failures ? 1 : 0;
-}
-
-// Creates CQs until the device refuses: ENOMEM at exactly max_cq.
-int cmd_cqlimit(const char *dev)
-{
-	Context ctx(dev);
-	if (!ctx)
-		return 1;
-	ibv_device_attr a{};
-	if (ibv_query_device(ctx.get(), &a))
-		return 1;
-	std::vector<ibv_cq *> cqs;
-	ibv_cq *cq;
-	while (cqs.size() <= size_t(a.max_cq) &&
-	       (cq = ibv_create_cq(ctx.get(), 1, nullptr, nullptr, 0)))
-		cqs.push_back(cq);
-	int err = errno;
-	CHECK(cqs.size() == size_t(a.max_cq), "created %zu CQs, max_cq %d",
-	      cqs.size(), a.max_cq);
-	CHECK(err == ENOMEM, "CQ past the limit: errno %d, expected ENOMEM",
-	      err);
-	for (ibv_cq *c : cqs)
-		CHECK(ibv_destroy_cq(c) == 0, "destroy");
-	printf("max_cq %d enforced\n", a.max_cq);
 	return failures ? 1 : 0;
 }
 
@@ -544,7 +537,7 @@ int cmd_hold(const char *dev, int npd)
 
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|pdlimit|cq|cqlimit|mr|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|limit|cq|mr|hold "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -573,10 +566,8 @@ int main(int argc, char **argv)
 		return cmd_mr(dev);
 	if (cmd == "cq")
 		return cmd_cq(dev);
-	if (cmd == "cqlimit")
-		return cmd_cqlimit(dev);
-	if (cmd == "pdlimit")
-		return cmd_pdlimit(dev);
+	if (cmd == "limit" && argc == 4)
+		return cmd_limit(dev, argv[3]);
 	if (cmd == "hold" && argc == 4)
 		return cmd_hold(dev, num(3));
 	return usage();
