@@ -24,12 +24,9 @@ static u32 sroce_cq_slots(int cqe)
 
 static int sroce_cq_copy_resp(struct sroce_cq *cq, struct ib_udata *udata)
 {
-	struct sroce_create_cq_resp resp = {
-		.mmap_offset = sroce_ring_mmap_offset(&cq->ring),
-		.mmap_length = cq->ring.length,
-		.num_slots = cq->ring.num_slots,
-	};
+	struct sroce_create_cq_resp resp = {};
 
+	sroce_ring_geom(&cq->ring, &resp.ring);
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));

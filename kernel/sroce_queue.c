@@ -87,9 +87,14 @@ void sroce_ring_release(struct sroce_ring *ring)
 	ring->mmap = NULL;
 }
 
-u64 sroce_ring_mmap_offset(const struct sroce_ring *ring)
+/* Describe a user ring for its create response. */
+void sroce_ring_geom(const struct sroce_ring *ring,
+		     struct sroce_ring_geom *geom)
 {
-	return rdma_user_mmap_get_offset(&ring->mmap->rdma);
+	geom->mmap_offset = rdma_user_mmap_get_offset(&ring->mmap->rdma);
+	geom->mmap_length = ring->length;
+	geom->num_slots = ring->num_slots;
+	geom->slot_size = ring->slot_size;
 }
 
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)

@@ -39,7 +39,8 @@ struct sroce_ring {
 int sroce_ring_init(struct sroce_ring *ring, struct ib_ucontext *uctx,
 		    u32 num_slots, u32 slot_size);
 void sroce_ring_release(struct sroce_ring *ring);
-u64 sroce_ring_mmap_offset(const struct sroce_ring *ring);
+void sroce_ring_geom(const struct sroce_ring *ring,
+		     struct sroce_ring_geom *geom);
 
 static inline void *sroce_ring_slot(const struct sroce_ring *ring, u32 index)
 {

@@ -17,24 +17,6 @@ std::atomic_ref<uint32_t> shared(uint32_t &word)
 	return std::atomic_ref<uint32_t>(word);
 }
 
-// Maps the ring the kernel described; false with errno set if it cannot.
-bool map_ring(ring &r, int cmd_fd, const sroce_create_cq_resp &resp) noexcept
-{
-	if (!resp.num_slots || (resp.num_slots & (resp.num_slots - 1)) ||
-	    resp.mmap_length < SROCE_RING_SLOTS_OFFSET +
-				       uint64_t(resp.num_slots) * sizeof(sroce_cqe)) {
-		errno = EPROTO;
-		return false;
-	}
-	mapping m(cmd_fd, resp.mmap_offset, resp.mmap_length);
-	if (!m)
-		return false;
-	r.map = static_cast<mapping &&>(m);
-	r.num_slots = resp.num_slots;
-	r.slot_size = sizeof(sroce_cqe);
-	return true;
-}
-
 void to_wc(const sroce_cqe &e, ibv_wc &wc)
 {
 	wc.wr_id = e.wr_id;
@@ -75,7 +57,7 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 		errno = ret;
 		return nullptr;
 	}
-	if (!map_ring(c->r, ibctx->cmd_fd, resp.drv)) {
+	if (!c->r.attach(ibctx->cmd_fd, resp.drv.ring, sizeof(sroce_cqe))) {
 		int saved = errno;
 		ibv_cmd_destroy_cq(&c->vcq.cq);
 		pthread_spin_destroy(&c->lock);
@@ -111,7 +93,8 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept
 		// the new ring.
 		c->r = ring{};
 		c->cons = 0;
-		if (!map_ring(c->r, ibcq->context->cmd_fd, resp.drv))
+		if (!c->r.attach(ibcq->context->cmd_fd, resp.drv.ring,
+			      sizeof(sroce_cqe)))
 			ret = errno;
 	}
 	pthread_spin_unlock(&c->lock);

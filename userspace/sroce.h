@@ -8,6 +8,7 @@
 
 #include "verbs_abi.h"
 
+#include <cerrno>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -76,6 +77,27 @@ struct ring {
 	mapping map;
 	uint32_t num_slots = 0;
 	uint32_t slot_size = 0;
+
+	// Maps the ring the kernel described, whose slots must hold at least
+	// @min_slot bytes; false with errno set if it cannot.
+	bool attach(int cmd_fd, const sroce_ring_geom &g,
+		    size_t min_slot) noexcept
+	{
+		if (!g.num_slots || (g.num_slots & (g.num_slots - 1)) ||
+		    g.slot_size < min_slot ||
+		    g.mmap_length < SROCE_RING_SLOTS_OFFSET +
+					    uint64_t(g.num_slots) * g.slot_size) {
+			errno = EPROTO;
+			return false;
+		}
+		mapping m(cmd_fd, g.mmap_offset, g.mmap_length);
+		if (!m)
+			return false;
+		map = static_cast<mapping &&>(m);
+		num_slots = g.num_slots;
+		slot_size = g.slot_size;
+		return true;
+	}
 
 	sroce_ring_hdr *hdr() const
 	{

@@ -62,12 +62,21 @@ struct sroce_ring_hdr {
 	__u32 cons;		/* written by the consumer only */
 	__u32 reserved1[15];
 	/*
-	 * CQ only: completion notification requested by the consumer, one of
+	 * CQ: completion notification requested by the consumer, one of
 	 * enum sroce_cq_notify. The consumer sets it (ibv_req_notify_cq); the
 	 * kernel takes it (exchanges it with SROCE_CQ_NOTIFY_NONE) when a
 	 * completion that matches it arrives and raises a completion event.
+	 *
+	 * SQ: nonzero while the kernel is working through the queue; it will
+	 * see any WQE published before it clears this word (it looks at @prod
+	 * again after clearing it), so a post that finds it set needs no
+	 * doorbell. Both sides order the index and this word with full
+	 * barriers.
 	 */
-	__u32 notify;
+	union {
+		__u32 notify;		/* CQ */
+		__u32 kernel_active;	/* SQ */
+	};
 	__u32 reserved2[15];
 };
 
@@ -97,12 +106,71 @@ struct sroce_cqe {
 	__u8 reserved[18];
 };
 
-/* Response to CREATE_CQ and RESIZE_CQ (after the core response). */
-struct sroce_create_cq_resp {
-	__aligned_u64 mmap_offset;	/* of the ring, for mmap() on the cmd fd */
+/* Where a ring is and its geometry. */
+struct sroce_ring_geom {
+	__aligned_u64 mmap_offset;	/* for mmap() on the command fd */
 	__aligned_u64 mmap_length;
 	__u32 num_slots;
+	__u32 slot_size;
+};
+
+/* Response to CREATE_CQ and RESIZE_CQ (after the core response). */
+struct sroce_create_cq_resp {
+	struct sroce_ring_geom ring;
+};
+
+/* A scatter/gather element, as in struct ibv_sge. */
+struct sroce_sge {
+	__aligned_u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/*
+ * A send work request: one SQ slot. num_sge struct sroce_sge, or inline_len
+ * bytes of inline data, follow the header.
+ */
+struct sroce_send_wqe {
+	__aligned_u64 wr_id;
+	__u32 opcode;		/* enum ibv_wr_opcode */
+	__u32 send_flags;	/* enum ibv_send_flags */
+	__u32 num_sge;
+	__u32 inline_len;
+	__u32 ex;		/* imm_data (network order) or rkey to invalidate */
 	__u32 reserved;
+	union {
+		struct {
+			__aligned_u64 remote_addr;
+			__u32 rkey;
+			__u32 reserved;
+		} rdma;
+		struct {
+			__aligned_u64 remote_addr;
+			__aligned_u64 compare_add;
+			__aligned_u64 swap;
+			__u32 rkey;
+			__u32 reserved;
+		} atomic;
+		struct {
+			__u32 ah_num;	/* from the create AH response */
+			__u32 remote_qpn;
+			__u32 remote_qkey;
+			__u32 reserved;
+		} ud;
+	} wr;
+};
+
+/* A receive work request: one RQ or SRQ slot; num_sge SGEs follow. */
+struct sroce_recv_wqe {
+	__aligned_u64 wr_id;
+	__u32 num_sge;
+	__u32 reserved;
+};
+
+/* Response to CREATE_QP (after the core response). */
+struct sroce_create_qp_resp {
+	struct sroce_ring_geom sq;
+	struct sroce_ring_geom rq;	/* num_slots 0 when the QP uses an SRQ */
 };
 
 #endif /* SROCE_ABI_USER_H */
