@@ -11,11 +11,6 @@
 
 #include "sroce.h"
 
-static struct sroce_cq *to_scq(struct ib_cq *ibcq)
-{
-	return container_of(ibcq, struct sroce_cq, ibcq);
-}
-
 /* Slots for a CQ of at least @cqe entries; indices may run a full ring. */
 static u32 sroce_cq_slots(int cqe)
 {
@@ -89,8 +84,7 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
  */
 static int sroce_cq_pending(struct sroce_cq *cq)
 {
-	/* Pairs with the provider's release store after it read the slots. */
-	u32 cons = smp_load_acquire(&cq->ring.hdr->cons);
+	u32 cons = sroce_ring_load_cons(&cq->ring);
 	u32 pending = cq->prod - cons;
 
 	if (pending > cq->ring.num_slots)
@@ -148,5 +142,57 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	if (err)
 		return err;
 	ibcq->cqe = cq->ring.num_slots;
+	return 0;
+}
+
+/**
+ * sroce_cq_post - add a completion to a CQ
+ * @cq: the CQ
+ * @cqe: the completion
+ * @solicited: the completion is for a solicited event
+ *
+ * Raises the completion event if the consumer asked for it. A full CQ (or
+ * one whose consumer index is corrupt) is in error: the completion is lost,
+ * IB_EVENT_CQ_ERR is reported and -ENOSPC returned.
+ */
+int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
+		  bool solicited)
+{
+	struct sroce_ring_hdr *hdr;
+	unsigned long flags;
+	bool event = false;
+	u32 notify;
+	int pending;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	pending = sroce_cq_pending(cq);
+	if (pending < 0 || pending >= cq->ring.num_slots) {
+		spin_unlock_irqrestore(&cq->lock, flags);
+		if (cq->ibcq.event_handler) {
+			struct ib_event ev = {
+				.device = cq->ibcq.device,
+				.event = IB_EVENT_CQ_ERR,
+				.element.cq = &cq->ibcq,
+			};
+
+			cq->ibcq.event_handler(&ev, cq->ibcq.cq_context);
+		}
+		return -ENOSPC;
+	}
+	hdr = cq->ring.hdr;
+	memcpy(sroce_ring_slot(&cq->ring, cq->prod), cqe, sizeof(*cqe));
+	cq->prod++;
+	/* Publish the entry, then look at the request to be notified. */
+	sroce_ring_store_prod(&cq->ring, cq->prod);
+	smp_mb(); /* pairs with the consumer's arm-then-poll */
+	notify = READ_ONCE(hdr->notify);
+	if (notify == SROCE_CQ_NOTIFY_NEXT ||
+	    (notify == SROCE_CQ_NOTIFY_SOLICITED && solicited))
+		event = cmpxchg(&hdr->notify, notify,
+				SROCE_CQ_NOTIFY_NONE) == notify;
+	spin_unlock_irqrestore(&cq->lock, flags);
+
+	if (event && cq->ibcq.comp_handler)
+		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	return 0;
 }

@@ -32,6 +32,8 @@ MODULE_SOFTDEP("pre: ib_uverbs");
 static LIST_HEAD(sroce_dev_list);
 static DEFINE_MUTEX(sroce_dev_lock);
 
+struct workqueue_struct *sroce_wq;
+
 /* Serialises link creation, so that a netdev is never bound twice. */
 static DEFINE_MUTEX(sroce_newlink_lock);
 
@@ -132,6 +134,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
 	xa_init_flags(&sdev->mem_xa, XA_FLAGS_ALLOC1);
+	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
 	sdev->port_state = sroce_netdev_port_state(ndev);
 
 	err = sroce_register_device(sdev, ibdev_name);
@@ -180,6 +183,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	mutex_destroy(&sdev->state_lock);
 	WARN_ON(!xa_empty(&sdev->mem_xa));
 	xa_destroy(&sdev->mem_xa);
+	WARN_ON(!xa_empty(&sdev->qp_xa));
+	xa_destroy(&sdev->qp_xa);
 }
 
 static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,
@@ -239,9 +244,14 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!sroce_wq)
+		return -ENOMEM;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
-	if (err)
+	if (err) {
+		destroy_workqueue(sroce_wq);
 		return err;
+	}
 
 	rdma_link_register(&sroce_link_ops);
 	return 0;
@@ -252,6 +262,7 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 	sroce_unregister_all();
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
+	destroy_workqueue(sroce_wq);
 }
 
 module_init(sroce_init);

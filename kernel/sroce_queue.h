@@ -48,6 +48,35 @@ static inline void *sroce_ring_slot(const struct sroce_ring *ring, u32 index)
 			     ring->slot_size;
 }
 
+/*
+ * The other side's index: an acquire load, so that the slots it published
+ * (or released) before storing it are seen.
+ */
+static inline u32 sroce_ring_load_prod(const struct sroce_ring *ring)
+{
+	/* acquire: pairs with the producer's release of @prod */
+	return smp_load_acquire(&ring->hdr->prod);
+}
+
+static inline u32 sroce_ring_load_cons(const struct sroce_ring *ring)
+{
+	/* acquire: pairs with the consumer's release of @cons */
+	return smp_load_acquire(&ring->hdr->cons);
+}
+
+/* Our index: a release store, after the slots it covers are written/read. */
+static inline void sroce_ring_store_prod(struct sroce_ring *ring, u32 prod)
+{
+	/* release: the slots are written before @prod covers them */
+	smp_store_release(&ring->hdr->prod, prod);
+}
+
+static inline void sroce_ring_store_cons(struct sroce_ring *ring, u32 cons)
+{
+	/* release: the slots are read before @cons frees them */
+	smp_store_release(&ring->hdr->cons, cons);
+}
+
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma);
 void sroce_mmap_free(struct rdma_user_mmap_entry *entry);
 

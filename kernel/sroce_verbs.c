@@ -35,6 +35,13 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_cq = SROCE_MAX_CQ;
 	attr->max_cqe = SROCE_MAX_CQE;
 	attr->max_mr = SROCE_MAX_MR;
+	attr->max_qp = SROCE_MAX_QP;
+	attr->max_qp_wr = SROCE_MAX_QP_WR;
+	attr->max_send_sge = SROCE_MAX_SGE;
+	attr->max_recv_sge = SROCE_MAX_SGE;
+	attr->max_sge_rd = SROCE_MAX_SGE;
+	attr->max_qp_rd_atom = SROCE_MAX_RD_ATOMIC;
+	attr->max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC;
 	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
 	attr->atomic_cap = IB_ATOMIC_NONE;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
@@ -162,26 +169,31 @@ static const struct ib_device_ops sroce_dev_ops = {
 
 	.alloc_pd = sroce_alloc_pd,
 	.create_cq = sroce_create_cq,
+	.create_qp = sroce_create_qp,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_cq = sroce_destroy_cq,
+	.destroy_qp = sroce_destroy_qp,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
+	.modify_qp = sroce_modify_qp,
 	.query_device = sroce_query_device,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
+	.query_qp = sroce_query_qp,
 	.reg_user_mr = sroce_reg_user_mr,
 	.resize_cq = sroce_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
 };
 
@@ -209,6 +221,7 @@ int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
 			    sdev->ndev->dev_addr);
 
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
+	ibdev->driver_def = sroce_uapi_defs;
 	err = ib_device_set_netdev(ibdev, sdev->ndev, SROCE_PORT);
 	if (err)
 		return err;

@@ -12,11 +12,6 @@
 namespace sroce {
 namespace {
 
-std::atomic_ref<uint32_t> shared(uint32_t &word)
-{
-	return std::atomic_ref<uint32_t>(word);
-}
-
 void to_wc(const sroce_cqe &e, ibv_wc &wc)
 {
 	wc.wr_id = e.wr_id;

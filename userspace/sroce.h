@@ -8,6 +8,7 @@
 
 #include "verbs_abi.h"
 
+#include <atomic>
 #include <cerrno>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -110,11 +111,28 @@ struct ring {
 	}
 };
 
+// Our view of a word of shared memory that the other side also uses.
+inline std::atomic_ref<uint32_t> shared(uint32_t &word)
+{
+	return std::atomic_ref<uint32_t>(word);
+}
+
 struct cq {
 	verbs_cq vcq;
 	pthread_spinlock_t lock; // serialises pollers and resize
 	ring r;
 	uint32_t cons = 0; // our consumer index; published to r.hdr()->cons
+};
+
+struct qp {
+	verbs_qp vqp;
+	pthread_spinlock_t sq_lock; // serialises senders; protects sq_prod
+	pthread_spinlock_t rq_lock; // serialises receivers; protects rq_prod
+	ring sq;
+	ring rq;
+	uint32_t sq_prod = 0;
+	uint32_t rq_prod = 0;
+	ibv_qp_cap cap{};
 };
 
 inline context *to_ctx(ibv_context *ibctx)
@@ -133,6 +151,20 @@ inline cq *to_cq(ibv_cq *ibcq)
 {
 	return reinterpret_cast<cq *>(ibcq);
 }
+
+inline qp *to_qp(ibv_qp *ibqp)
+{
+	return reinterpret_cast<qp *>(ibqp);
+}
+
+// qp.cpp
+ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept;
+int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
+int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
+	     ibv_qp_init_attr *init_attr) noexcept;
+int destroy_qp(ibv_qp *ibqp) noexcept;
+int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
+int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
 
 // cq.cpp
 ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,

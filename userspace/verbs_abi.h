@@ -264,6 +264,19 @@ struct ibv_reg_mr {
 	ib_uverbs_reg_mr core_payload;
 };
 
+struct ibv_create_qp {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_create_qp core_payload;
+};
+struct ibv_modify_qp {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_modify_qp core_payload;
+};
+struct ibv_query_qp {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_query_qp core_payload;
+};
+
 // libibverbs entry points for providers (symbol version IBVERBS_PRIVATE_34).
 void verbs_register_driver_34(const verbs_device_ops *ops);
 void *_verbs_init_and_alloc_context(ibv_device *device, int cmd_fd,
@@ -298,6 +311,15 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
 		   size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+int ibv_cmd_create_qp(ibv_pd *pd, ibv_qp *qp, ibv_qp_init_attr *attr,
+		      struct ibv_create_qp *cmd, size_t cmd_size,
+		      ib_uverbs_create_qp_resp *resp, size_t resp_size);
+int ibv_cmd_modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int attr_mask,
+		      struct ibv_modify_qp *cmd, size_t cmd_size);
+int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *qp_attr, int attr_mask,
+		     ibv_qp_init_attr *qp_init_attr, struct ibv_query_qp *cmd,
+		     size_t cmd_size);
+int ibv_cmd_destroy_qp(ibv_qp *qp);
 int ibv_cmd_create_cq(ibv_context *context, int cqe,
 		      ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
@@ -309,7 +331,7 @@ int ibv_cmd_destroy_cq(ibv_cq *cq);
 
 } // extern "C"
 
-// A uverbs request or response followed by the provider's own data.  The core
+// A uverbs request or response (or ioctl header) followed by more data.
 // structures end in a flexible array (driver_data[]) that our data overlays,
 // so the core part is kept as aligned bytes and reached through core().
 template <typename Core, typename Drv> struct with_drv_data {
@@ -375,4 +397,7 @@ static_assert(sizeof(struct ibv_alloc_pd) == 16);
 static_assert(sizeof(struct ibv_query_port) == 24);
 static_assert(sizeof(struct ibv_create_cq) == 40);
 static_assert(sizeof(struct ibv_reg_mr) == 48);
+static_assert(sizeof(struct ibv_create_qp) == 64);
+static_assert(sizeof(struct ibv_modify_qp) == 120);
+static_assert(sizeof(struct ibv_query_qp) == 24);
 static_assert(sizeof(struct ibv_resize_cq) == 24);

@@ -14,7 +14,9 @@
 //   sroce-check limit DEV pd|cq      max_pd/max_cq exact and enforced (ENOMEM)
 //   sroce-check cq DEV               CQ create/resize/arm/channel and errnos
 //   sroce-check mr DEV               MR keys, errnos, read-only, 1 GiB
-//   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ and an MR
+//   sroce-check qp DEV               QP limits, state machine, attributes,
+//                                    posting rules, flush in the error state
+//   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ, an MR, a QP
 //                                    until the device goes away (DEVICE_FATAL)
 #include <infiniband/verbs.h>
 
@@ -26,6 +28,7 @@
 #include <poll.h>
 #include <set>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -494,6 +497,285 @@ int cmd_mr(const char *dev)
 	return failures ? 1 : 0;
 }
 
+// Polls @cq until @n completions arrived or 5 s passed.
+std::vector<ibv_wc> poll_n(ibv_cq *cq, size_t n)
+{
+	std::vector<ibv_wc> got;
+	for (int tries = 0; got.size() < n && tries < 5000; tries++) {
+		ibv_wc wc[16];
+		int k = ibv_poll_cq(cq, 16, wc);
+		if (k < 0) {
+			fprintf(stderr, "FAIL: ibv_poll_cq returned %d\n", k);
+			failures++;
+			break;
+		}
+		got.insert(got.end(), wc, wc + k);
+		if (!k)
+			usleep(1000);
+	}
+	return got;
+}
+
+int modify(ibv_qp *qp, ibv_qp_attr a, int mask)
+{
+	return ibv_modify_qp(qp, &a, mask);
+}
+
+ibv_qp_attr init_attr()
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	return a;
+}
+const int init_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		      IBV_QP_ACCESS_FLAGS;
+
+// RTR towards @dqpn at our own GID @gid_index.
+ibv_qp_attr rtr_attr(uint32_t dqpn, int gid_index, ibv_context *ctx)
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 0x123456;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	ibv_query_gid(ctx, 1, gid_index, &a.ah_attr.grh.dgid);
+	return a;
+}
+const int rtr_mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+		     IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+
+ibv_qp_attr rts_attr()
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0x654321;
+	a.max_rd_atomic = 4;
+	return a;
+}
+const int rts_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+
+// QP creation limits, the state machine, attributes, posting rules and
+// flushing in the error state.
+int cmd_qp(const char *dev)
+{
+	Context ctx(dev);
+	if (!ctx)
+		return 1;
+	ibv_context *c = ctx.get();
+	ibv_device_attr da{};
+	if (ibv_query_device(c, &da))
+		return 1;
+	CHECK(da.max_qp > 0 && da.max_qp_wr > 0, "max_qp %d max_qp_wr %d",
+	      da.max_qp, da.max_qp_wr);
+	ibv_pd *pd = ibv_alloc_pd(c);
+	ibv_comp_channel *ch = ibv_create_comp_channel(c);
+	ibv_cq *scq = ibv_create_cq(c, 64, nullptr, nullptr, 0);
+	ibv_cq *rcq = ibv_create_cq(c, 64, nullptr, ch, 0);
+	if (!pd || !ch || !scq || !rcq)
+		return 1;
+
+	ibv_qp_init_attr ia{};
+	ia.send_cq = scq;
+	ia.recv_cq = rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = { 16, 16, 2, 2, 64 };
+
+	// Caps beyond the device's limits.
+	struct {
+		const char *what;
+		ibv_qp_cap cap;
+	} bad_caps[] = {
+		{ "max_send_wr", { uint32_t(da.max_qp_wr) + 1, 1, 1, 1, 0 } },
+		{ "max_recv_wr", { 1, uint32_t(da.max_qp_wr) + 1, 1, 1, 0 } },
+		{ "max_send_sge", { 1, 1, uint32_t(da.max_sge) + 1, 1, 0 } },
+		{ "max_recv_sge", { 1, 1, 1, uint32_t(da.max_sge) + 1, 0 } },
+		{ "max_inline_data", { 1, 1, 1, 1, 1 << 20 } },
+	};
+	for (auto &b : bad_caps) {
+		ibv_qp_init_attr x = ia;
+		x.cap = b.cap;
+		errno = 0;
+		ibv_qp *q = ibv_create_qp(pd, &x);
+		CHECK(!q && errno == EINVAL, "%s past the limit: %p errno %d",
+		      b.what, (void *)q, errno);
+		if (q)
+			ibv_destroy_qp(q);
+	}
+
+	for (ibv_qp_type t : { IBV_QPT_UC, IBV_QPT_UD }) {
+		ibv_qp_init_attr x = ia;
+		x.qp_type = t;
+		ibv_qp *q = ibv_create_qp(pd, &x);
+		CHECK(q, "create QP type %d: %s", t, strerror(errno));
+		if (q)
+			CHECK(ibv_destroy_qp(q) == 0, "destroy QP type %d", t);
+	}
+
+	ibv_qp_init_attr got = ia;
+	ibv_qp *qp = ibv_create_qp(pd, &got);
+	CHECK(qp, "ibv_create_qp(RC): %s", strerror(errno));
+	if (!qp)
+		return 1;
+	CHECK(qp->qp_num >= 16 && qp->qp_num <= 0xffffff, "qp_num 0x%x",
+	      qp->qp_num);
+	CHECK(got.cap.max_send_wr >= 16 && got.cap.max_recv_wr >= 16 &&
+		      got.cap.max_send_sge >= 2 && got.cap.max_recv_sge >= 2 &&
+		      got.cap.max_inline_data >= 64,
+	      "caps %u/%u/%u/%u/%u", got.cap.max_send_wr, got.cap.max_recv_wr,
+	      got.cap.max_send_sge, got.cap.max_recv_sge,
+	      got.cap.max_inline_data);
+
+	// Posting in RESET fails at once.
+	char buf[64] = {};
+	ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ibv_sge sge = { uintptr_t(buf), sizeof(buf), mr ? mr->lkey : 0 };
+	ibv_recv_wr rwr{}, *bad_r = nullptr;
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	ibv_send_wr swr{}, *bad_s = nullptr;
+	swr.sg_list = &sge;
+	swr.num_sge = 1;
+	swr.opcode = IBV_WR_SEND;
+	swr.send_flags = IBV_SEND_SIGNALED;
+	CHECK(ibv_post_recv(qp, &rwr, &bad_r) == EINVAL && bad_r == &rwr,
+	      "post_recv in RESET");
+	CHECK(ibv_post_send(qp, &swr, &bad_s) == EINVAL && bad_s == &swr,
+	      "post_send in RESET");
+
+	// Transitions the spec does not allow, and bad attributes.
+	CHECK(modify(qp, rts_attr(), rts_mask) == EINVAL, "RESET->RTS allowed");
+	ibv_qp_attr a = init_attr();
+	a.port_num = 2;
+	CHECK(modify(qp, a, init_mask) == EINVAL, "port 2 accepted");
+	CHECK(modify(qp, init_attr(), IBV_QP_STATE) == EINVAL,
+	      "RESET->INIT without its required attributes");
+	CHECK(modify(qp, init_attr(), init_mask) == 0, "RESET->INIT");
+	CHECK(ibv_post_send(qp, &swr, &bad_s) == EINVAL, "post_send in INIT");
+
+	CHECK(modify(qp, rtr_attr(qp->qp_num, 1, c), IBV_QP_STATE) == EINVAL,
+	      "INIT->RTR without its required attributes");
+	a = rtr_attr(qp->qp_num, 1, c);
+	a.path_mtu = ibv_mtu(6);
+	CHECK(modify(qp, a, rtr_mask) == EINVAL, "path_mtu 6 accepted");
+	a = rtr_attr(qp->qp_num, 1, c);
+	a.max_dest_rd_atomic = 255;
+	CHECK(modify(qp, a, rtr_mask) == EINVAL, "max_dest_rd_atomic 255");
+	CHECK(modify(qp, rtr_attr(qp->qp_num, 1, c), rtr_mask) == 0,
+	      "INIT->RTR: %s", strerror(errno));
+	a = rts_attr();
+	a.timeout = 32;
+	CHECK(modify(qp, a, rts_mask) == EINVAL, "timeout 32 accepted");
+	a = rts_attr();
+	a.retry_cnt = 8;
+	CHECK(modify(qp, a, rts_mask) == EINVAL, "retry_cnt 8 accepted");
+	CHECK(modify(qp, rts_attr(), rts_mask) == 0, "RTR->RTS");
+
+	ibv_qp_attr q{};
+	ibv_qp_init_attr qi{};
+	CHECK(ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_CAP, &qi) == 0,
+	      "ibv_query_qp");
+	CHECK(q.qp_state == IBV_QPS_RTS && q.sq_psn == 0x654321 &&
+		      q.rq_psn == 0x123456 && q.dest_qp_num == qp->qp_num &&
+		      q.path_mtu == IBV_MTU_1024 && q.timeout == 14 &&
+		      q.retry_cnt == 7 && q.max_rd_atomic == 4 &&
+		      q.max_dest_rd_atomic == 4 && q.min_rnr_timer == 12 &&
+		      q.ah_attr.is_global && q.ah_attr.grh.sgid_index == 1 &&
+		      q.ah_attr.grh.hop_limit == 64,
+	      "query_qp: state %d sq_psn 0x%x rq_psn 0x%x dqpn 0x%x mtu %d",
+	      q.qp_state, q.sq_psn, q.rq_psn, q.dest_qp_num, q.path_mtu);
+	CHECK(qi.qp_type == IBV_QPT_RC && qi.cap.max_send_wr ==
+		      got.cap.max_send_wr && qi.send_cq == scq && qi.recv_cq == rcq,
+	      "query_qp init attributes");
+
+	// SQD drains at once and says so when asked.
+	a = {};
+	a.qp_state = IBV_QPS_SQD;
+	a.en_sqd_async_notify = 1;
+	CHECK(modify(qp, a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0,
+	      "RTS->SQD");
+	ibv_async_event ev;
+	if (next_async_event(c, 5000, &ev))
+		CHECK(ev.event_type == IBV_EVENT_SQ_DRAINED &&
+			      ev.element.qp == qp,
+		      "event %s", ibv_event_type_str(ev.event_type));
+	CHECK(modify(qp, rts_attr(), IBV_QP_STATE) == 0, "SQD->RTS");
+
+	// Error state: everything posted completes with WR_FLUSH_ERR, in
+	// order, and the armed receive CQ raises its event.
+	for (uint64_t id = 1; id <= 3; id++) {
+		rwr.wr_id = id;
+		CHECK(ibv_post_recv(qp, &rwr, &bad_r) == 0, "post_recv in RTS");
+	}
+	CHECK(ibv_req_notify_cq(rcq, 0) == 0, "arm");
+	a = {};
+	a.qp_state = IBV_QPS_ERR;
+	CHECK(modify(qp, a, IBV_QP_STATE) == 0, "RTS->ERR");
+	auto wcs = poll_n(rcq, 3);
+	CHECK(wcs.size() == 3, "%zu flushed receives, expected 3", wcs.size());
+	for (size_t i = 0; i < wcs.size(); i++)
+		CHECK(wcs[i].wr_id == i + 1 && wcs[i].status == IBV_WC_WR_FLUSH_ERR &&
+			      wcs[i].qp_num == qp->qp_num,
+		      "flushed receive %zu: wr_id %llu status %s", i,
+		      (unsigned long long)wcs[i].wr_id,
+		      ibv_wc_status_str(wcs[i].status));
+	pollfd pfd = { ch->fd, POLLIN, 0 };
+	CHECK(poll(&pfd, 1, 5000) == 1, "no completion event");
+	ibv_cq *ev_cq;
+	void *ev_ctx;
+	if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0) {
+		CHECK(ev_cq == rcq, "event for the wrong CQ");
+		ibv_ack_cq_events(ev_cq, 1);
+	}
+
+	swr.wr_id = 7;
+	ibv_send_wr swr2 = swr;
+	swr2.wr_id = 8;
+	swr.next = &swr2;
+	CHECK(ibv_post_send(qp, &swr, &bad_s) == 0, "post_send in ERR");
+	swr.next = nullptr;
+	wcs = poll_n(scq, 2);
+	CHECK(wcs.size() == 2 && wcs[0].wr_id == 7 && wcs[1].wr_id == 8 &&
+		      wcs[0].status == IBV_WC_WR_FLUSH_ERR &&
+		      wcs[1].status == IBV_WC_WR_FLUSH_ERR,
+	      "%zu flushed sends", wcs.size());
+	rwr.wr_id = 9;
+	CHECK(ibv_post_recv(qp, &rwr, &bad_r) == 0, "post_recv in ERR");
+	wcs = poll_n(rcq, 1);
+	CHECK(wcs.size() == 1 && wcs[0].wr_id == 9 &&
+		      wcs[0].status == IBV_WC_WR_FLUSH_ERR,
+	      "receive posted in ERR not flushed");
+
+	// Back to RESET, and on again.
+	a = {};
+	a.qp_state = IBV_QPS_RESET;
+	CHECK(modify(qp, a, IBV_QP_STATE) == 0, "ERR->RESET");
+	CHECK(ibv_post_recv(qp, &rwr, &bad_r) == EINVAL, "post_recv in RESET");
+	CHECK(modify(qp, init_attr(), init_mask) == 0, "RESET->INIT again");
+
+	CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp");
+	if (mr)
+		ibv_dereg_mr(mr);
+	CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "CQs");
+	ibv_destroy_comp_channel(ch);
+	ibv_dealloc_pd(pd);
+	printf("qp checks done\n");
+	return failures ? 1 : 0;
+}
+
 int cmd_hold(const char *dev, int npd)
 {
 	Context ctx(dev);
@@ -513,6 +795,17 @@ int cmd_hold(const char *dev, int npd)
 	ibv_mr *mr = pds.empty() ? nullptr :
 		ibv_reg_mr(pds[0], buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 	CHECK(mr, "ibv_reg_mr: %s", strerror(errno));
+	ibv_qp *qp = nullptr;
+	if (cq && !pds.empty()) {
+		ibv_qp_init_attr ia{};
+		ia.send_cq = ia.recv_cq = cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap = { 4, 4, 1, 1, 0 };
+		qp = ibv_create_qp(pds[0], &ia);
+		CHECK(qp, "ibv_create_qp: %s", strerror(errno));
+		if (qp)
+			CHECK(modify(qp, init_attr(), init_mask) == 0, "INIT");
+	}
 	printf("ready\n");
 	fflush(stdout);
 
@@ -524,6 +817,8 @@ int cmd_hold(const char *dev, int npd)
 	printf("fatal\n");
 	// The objects are gone in the kernel; destroying them must still
 	// succeed so that applications can clean up.
+	if (qp)
+		CHECK(ibv_destroy_qp(qp) == 0, "ibv_destroy_qp after removal");
 	if (mr)
 		CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr after removal");
 	if (cq)
@@ -537,7 +832,7 @@ int cmd_hold(const char *dev, int npd)
 
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|limit|cq|mr|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|limit|cq|mr|qp|hold "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -562,6 +857,8 @@ int main(int argc, char **argv)
 		return cmd_events(dev, num(3), num(4));
 	if (cmd == "pds" && argc == 5)
 		return cmd_pds(dev, num(3), num(4));
+	if (cmd == "qp")
+		return cmd_qp(dev);
 	if (cmd == "mr")
 		return cmd_mr(dev);
 	if (cmd == "cq")

@@ -10,6 +10,7 @@
 #define SROCE_ABI_USER_H
 
 #include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
 
 /* uverbs ABI version reported by the kernel and checked by the provider. */
 #define SROCE_UVERBS_ABI_VERSION 1
@@ -72,12 +73,18 @@ struct sroce_ring_hdr {
 	 * again after clearing it), so a post that finds it set needs no
 	 * doorbell. Both sides order the index and this word with full
 	 * barriers.
+	 *
+	 * RQ: nonzero while the QP is in the error state: a post must then
+	 * ring the doorbell so that the kernel flushes it.
 	 */
 	union {
 		__u32 notify;		/* CQ */
 		__u32 kernel_active;	/* SQ */
+		__u32 flush;		/* RQ */
 	};
-	__u32 reserved2[15];
+	/* SQ: the QP's state (enum ibv_qp_state); written by the kernel. */
+	__u32 qp_state;
+	__u32 reserved2[14];
 };
 
 #define SROCE_RING_SLOTS_OFFSET 4096
@@ -171,6 +178,19 @@ struct sroce_recv_wqe {
 struct sroce_create_qp_resp {
 	struct sroce_ring_geom sq;
 	struct sroce_ring_geom rq;	/* num_slots 0 when the QP uses an SRQ */
+};
+
+/*
+ * Driver methods (ioctl() on the command fd, UVERBS_OBJECT_QP). The doorbell
+ * asks the kernel to look at a QP's rings; it is an ioctl method rather than
+ * a write() command so that it works from any process holding the context.
+ */
+enum sroce_qp_methods {
+	SROCE_METHOD_QP_DOORBELL = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum sroce_qp_doorbell_attrs {
+	SROCE_ATTR_DOORBELL_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 #endif /* SROCE_ABI_USER_H */

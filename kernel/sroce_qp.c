@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: queue pairs - creation, the state machine, attributes, the doorbell
+ * and flushing.
+ *
+ * The SQ and RQ are rings shared with the provider (see the uAPI header).
+ * Everything the kernel does with them runs in the QP's work item, in
+ * process context.
+ */
+#include <linux/log2.h>
+#include <rdma/uverbs_ioctl.h>
+
+#define UVERBS_MODULE_NAME sroce
+#include <rdma/uverbs_named_ioctl.h>
+
+#include "sroce.h"
+
+/* Bytes of a send slot: the header, then SGEs or inline data. */
+static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)
+{
+	u32 payload = max_t(u32, cap->max_send_sge * sizeof(struct sroce_sge),
+			    cap->max_inline_data);
+
+	return ALIGN(sizeof(struct sroce_send_wqe) + payload, 64);
+}
+
+static u32 sroce_recv_slot_size(const struct ib_qp_cap *cap)
+{
+	return roundup_pow_of_two(sizeof(struct sroce_recv_wqe) +
+				  cap->max_recv_sge * sizeof(struct sroce_sge));
+}
+
+static int sroce_qp_check_cap(const struct ib_qp_cap *cap)
+{
+	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
+	    cap->max_recv_wr > SROCE_MAX_QP_WR ||
+	    cap->max_send_sge > SROCE_MAX_SGE ||
+	    cap->max_recv_sge > SROCE_MAX_SGE ||
+	    cap->max_inline_data > SROCE_MAX_INLINE)
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * The capacities the rings really have, which may exceed what was asked
+ * for: a full ring of WRs, as many SGEs and inline bytes as a slot holds.
+ */
+static void sroce_qp_real_cap(struct sroce_qp *qp, struct ib_qp_cap *cap)
+{
+	u32 send_room = qp->sq.slot_size - sizeof(struct sroce_send_wqe);
+	u32 recv_room = qp->rq.slot_size - sizeof(struct sroce_recv_wqe);
+
+	cap->max_send_wr = qp->sq.num_slots;
+	cap->max_recv_wr = qp->rq.num_slots;
+	cap->max_send_sge = min_t(u32, SROCE_MAX_SGE,
+				  send_room / sizeof(struct sroce_sge));
+	cap->max_recv_sge = min_t(u32, SROCE_MAX_SGE,
+				  recv_room / sizeof(struct sroce_sge));
+	cap->max_inline_data = min_t(u32, SROCE_MAX_INLINE, send_room);
+}
+
+static void sroce_qp_work(struct work_struct *work);
+
+static void sroce_qp_publish_state(struct sroce_qp *qp)
+{
+	enum ib_qp_state state = qp->attr.qp_state;
+
+	WRITE_ONCE(qp->sq.hdr->qp_state, state);
+	WRITE_ONCE(qp->rq.hdr->flush, state == IB_QPS_ERR);
+	smp_mb(); /* the state is visible before the engine looks at rings */
+}
+
+int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+	struct sroce_create_qp_resp resp = {};
+	struct sroce_ucontext *uctx;
+	u32 qpn;
+	int err;
+
+	switch (init->qp_type) {
+	case IB_QPT_RC:
+	case IB_QPT_UC:
+	case IB_QPT_UD:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	/* Kernel QPs, SRQs and create flags come later. */
+	if (!udata || init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (udata->outlen < sizeof(resp))
+		return -EINVAL;
+	err = sroce_qp_check_cap(&init->cap);
+	if (err)
+		return err;
+	if (atomic_inc_return(&sdev->num_qp) > SROCE_MAX_QP) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+
+	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
+	mutex_init(&qp->lock);
+	INIT_WORK(&qp->work, sroce_qp_work);
+	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	err = sroce_ring_init(&qp->sq, &uctx->ibuc,
+			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
+			      sroce_send_slot_size(&init->cap));
+	if (err)
+		goto err_count;
+	err = sroce_ring_init(&qp->rq, &uctx->ibuc,
+			      roundup_pow_of_two(max(init->cap.max_recv_wr, 1U)),
+			      sroce_recv_slot_size(&init->cap));
+	if (err)
+		goto err_sq;
+
+	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, qp,
+			      XA_LIMIT(SROCE_MIN_QPN, SROCE_MAX_QPN),
+			      &sdev->qp_next, GFP_KERNEL);
+	if (err < 0)
+		goto err_rq;
+	ibqp->qp_num = qpn;
+
+	qp->attr.qp_state = IB_QPS_RESET;
+	qp->attr.path_mtu = IB_MTU_1024;
+	qp->attr.port_num = SROCE_PORT;
+	sroce_qp_publish_state(qp);
+	sroce_qp_real_cap(qp, &qp->cap);
+	init->cap = qp->cap;
+
+	sroce_ring_geom(&qp->sq, &resp.sq);
+	sroce_ring_geom(&qp->rq, &resp.rq);
+	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	if (err)
+		goto err_qpn;
+	return 0;
+
+err_qpn:
+	xa_erase(&sdev->qp_xa, qpn);
+err_rq:
+	sroce_ring_release(&qp->rq);
+err_sq:
+	sroce_ring_release(&qp->sq);
+err_count:
+	atomic_dec(&sdev->num_qp);
+	return err;
+}
+
+int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibqp->device);
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	mutex_lock(&qp->lock);
+	qp->destroyed = true;
+	mutex_unlock(&qp->lock);
+	cancel_work_sync(&qp->work);
+
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_ring_release(&qp->rq);
+	sroce_ring_release(&qp->sq);
+	mutex_destroy(&qp->lock);
+	atomic_dec(&sdev->num_qp);
+	return 0;
+}
+
+/* Check the attributes of a modify against the device's limits. */
+static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
+			       int mask)
+{
+	if ((mask & IB_QP_PORT) && attr->port_num != SROCE_PORT)
+		return -EINVAL;
+	if ((mask & IB_QP_PKEY_INDEX) &&
+	    attr->pkey_index >= SROCE_PKEY_TBL_LEN)
+		return -EINVAL;
+	if ((mask & IB_QP_PATH_MTU) &&
+	    (attr->path_mtu < IB_MTU_256 || attr->path_mtu > IB_MTU_4096))
+		return -EINVAL;
+	if ((mask & IB_QP_TIMEOUT) && attr->timeout > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_RETRY_CNT) && attr->retry_cnt > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_RNR_RETRY) && attr->rnr_retry > 7)
+		return -EINVAL;
+	if ((mask & IB_QP_MIN_RNR_TIMER) && attr->min_rnr_timer > 31)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_QP_RD_ATOMIC) &&
+	    attr->max_rd_atomic > SROCE_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr->max_dest_rd_atomic > SROCE_MAX_RD_ATOMIC)
+		return -EINVAL;
+	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SROCE_MAX_QPN)
+		return -EINVAL;
+	if ((mask & IB_QP_SQ_PSN) && attr->sq_psn > SROCE_MAX_QPN)
+		return -EINVAL;
+	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_MAX_QPN)
+		return -EINVAL;
+	if ((mask & IB_QP_ACCESS_FLAGS) &&
+	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+				       IB_ACCESS_REMOTE_READ |
+				       IB_ACCESS_REMOTE_ATOMIC)))
+		return -EINVAL;
+	if ((mask & IB_QP_CAP) && sroce_qp_check_cap(&attr->cap))
+		return -EINVAL;
+	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+/* Copy what a modify sets; the new state last. */
+static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
+				int mask)
+{
+	struct ib_qp_attr *a = &qp->attr;
+
+	if (mask & IB_QP_PKEY_INDEX)
+		a->pkey_index = attr->pkey_index;
+	if (mask & IB_QP_PORT)
+		a->port_num = attr->port_num;
+	if (mask & IB_QP_QKEY)
+		a->qkey = attr->qkey;
+	if (mask & IB_QP_ACCESS_FLAGS)
+		a->qp_access_flags = attr->qp_access_flags;
+	if (mask & IB_QP_PATH_MTU)
+		a->path_mtu = attr->path_mtu;
+	if (mask & IB_QP_TIMEOUT)
+		a->timeout = attr->timeout;
+	if (mask & IB_QP_RETRY_CNT)
+		a->retry_cnt = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		a->rnr_retry = attr->rnr_retry;
+	if (mask & IB_QP_MIN_RNR_TIMER)
+		a->min_rnr_timer = attr->min_rnr_timer;
+	if (mask & IB_QP_RQ_PSN)
+		a->rq_psn = attr->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		a->sq_psn = attr->sq_psn;
+	if (mask & IB_QP_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = attr->max_rd_atomic;
+	if (mask & IB_QP_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	if (mask & IB_QP_DEST_QPN)
+		a->dest_qp_num = attr->dest_qp_num;
+	if (mask & IB_QP_EN_SQD_ASYNC_NOTIFY)
+		a->en_sqd_async_notify = attr->en_sqd_async_notify;
+	if (mask & IB_QP_STATE)
+		a->qp_state = attr->qp_state;
+}
+
+/* Leaving for RESET: posted WRs are dropped without completions. */
+static void sroce_qp_reset(struct sroce_qp *qp)
+{
+	qp->sq_cons = sroce_ring_load_prod(&qp->sq);
+	sroce_ring_store_cons(&qp->sq, qp->sq_cons);
+	qp->rq_cons = sroce_ring_load_prod(&qp->rq);
+	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+}
+
+int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	enum ib_qp_state cur, next;
+	struct sroce_av av;
+	int err;
+
+	if (mask & ~IB_QP_ATTR_STANDARD_BITS)
+		return -EOPNOTSUPP;
+
+	mutex_lock(&qp->lock);
+	cur = qp->attr.qp_state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	err = -EINVAL;
+	if ((mask & IB_QP_CUR_STATE) && attr->cur_qp_state != cur)
+		goto out;
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask))
+		goto out;
+	err = sroce_qp_check_attr(qp, attr, mask);
+	if (err)
+		goto out;
+	if (mask & IB_QP_AV) {
+		err = sroce_av_from_attr(&av, &attr->ah_attr);
+		if (err)
+			goto out;
+		qp->av = av;
+	}
+
+	sroce_qp_apply_attr(qp, attr, mask);
+	if (next == IB_QPS_RESET)
+		sroce_qp_reset(qp);
+	sroce_qp_publish_state(qp);
+	if (next == IB_QPS_ERR || next == IB_QPS_SQD)
+		queue_work(sroce_wq, &qp->work);
+	err = 0;
+out:
+	mutex_unlock(&qp->lock);
+	return err;
+}
+
+int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+
+	mutex_lock(&qp->lock);
+	*attr = qp->attr;
+	attr->cur_qp_state = qp->attr.qp_state;
+	attr->cap = qp->cap;
+	attr->sq_draining = 0;
+	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
+		sroce_av_to_attr(&qp->av, &attr->ah_attr);
+	mutex_unlock(&qp->lock);
+
+	memset(init, 0, sizeof(*init));
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->srq = ibqp->srq;
+	init->cap = qp->cap;
+	init->sq_sig_type = qp->sq_sig_all ? IB_SIGNAL_ALL_WR :
+					     IB_SIGNAL_REQ_WR;
+	return 0;
+}
+
+/* The completion opcode for a send WR's opcode. */
+static u32 sroce_wc_opcode(u32 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return IB_WC_RDMA_WRITE;
+	case IB_WR_RDMA_READ:
+		return IB_WC_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return IB_WC_COMP_SWAP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_WC_FETCH_ADD;
+	default:
+		return IB_WC_SEND;
+	}
+}
+
+/*
+ * Complete every WR between *cons and the producer index with
+ * IB_WC_WR_FLUSH_ERR. A producer index no WR could have reached drops the
+ * ring's contents instead. Stops early if the CQ is full.
+ */
+static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
+			     u32 *cons, struct sroce_cq *cq, bool send)
+{
+	u32 prod = sroce_ring_load_prod(ring);
+	struct sroce_cqe cqe = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	if (prod - *cons > ring->num_slots)
+		*cons = prod;
+	for (; *cons != prod; (*cons)++) {
+		const void *slot = sroce_ring_slot(ring, *cons);
+
+		if (send) {
+			const struct sroce_send_wqe *wqe = slot;
+
+			cqe.wr_id = READ_ONCE(wqe->wr_id);
+			cqe.opcode = sroce_wc_opcode(READ_ONCE(wqe->opcode));
+		} else {
+			const struct sroce_recv_wqe *wqe = slot;
+
+			cqe.wr_id = READ_ONCE(wqe->wr_id);
+			cqe.opcode = IB_WC_RECV;
+		}
+		if (sroce_cq_post(cq, &cqe, false))
+			break;
+	}
+	sroce_ring_store_cons(ring, *cons);
+}
+
+static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* The QP's engine: for now it flushes a QP in error and drains SQD. */
+static void sroce_qp_work(struct work_struct *work)
+{
+	struct sroce_qp *qp = container_of(work, struct sroce_qp, work);
+
+	mutex_lock(&qp->lock);
+	if (qp->destroyed)
+		goto out;
+
+	switch (qp->attr.qp_state) {
+	case IB_QPS_ERR:
+		WRITE_ONCE(qp->sq.hdr->kernel_active, 1);
+		smp_mb(); /* pairs with the provider's post-then-check */
+		sroce_flush_ring(qp, &qp->sq, &qp->sq_cons,
+				 to_scq(qp->ibqp.send_cq), true);
+		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons,
+				 to_scq(qp->ibqp.recv_cq), false);
+		WRITE_ONCE(qp->sq.hdr->kernel_active, 0);
+		smp_mb(); /* then look for WRs posted meanwhile */
+		if (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
+		    READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)
+			queue_work(sroce_wq, &qp->work);
+		break;
+	case IB_QPS_SQD:
+		/* No send is in flight once the engine stops taking WRs. */
+		if (qp->attr.en_sqd_async_notify) {
+			qp->attr.en_sqd_async_notify = 0;
+			sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		}
+		break;
+	default:
+		break;
+	}
+out:
+	mutex_unlock(&qp->lock);
+}
+
+static int
+UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_qp *ibqp =
+		uverbs_attr_get_obj(attrs, SROCE_ATTR_DOORBELL_QP_HANDLE);
+
+	if (IS_ERR(ibqp))
+		return PTR_ERR(ibqp);
+	queue_work(sroce_wq, &to_sqp(ibqp)->work);
+	return 0;
+}
+
+DECLARE_UVERBS_NAMED_METHOD(SROCE_METHOD_QP_DOORBELL,
+			    UVERBS_ATTR_IDR(SROCE_ATTR_DOORBELL_QP_HANDLE,
+					    UVERBS_OBJECT_QP,
+					    UVERBS_ACCESS_READ,
+					    UA_MANDATORY));
+
+ADD_UVERBS_METHODS(sroce_qp_methods, UVERBS_OBJECT_QP,
+		   &UVERBS_METHOD(SROCE_METHOD_QP_DOORBELL));
+
+const struct uapi_definition sroce_uapi_defs[] = {
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &sroce_qp_methods),
+	{},
+};

@@ -1,0 +1,9 @@
+# QPs: limits (EINVAL past max_qp_wr/max_sge/inline), RC/UC/UD creation, the
+# state machine and its required attributes, query_qp, SQD drained event,
+# posting in RESET/INIT refused, and in ERR every WR flushed in order with
+# IBV_WC_WR_FLUSH_ERR (with the completion event when armed).
+. "$(dirname "$0")/../lib.sh"
+link_add sroce0 eth0
+"$check" qp sroce0 || fail "QP checks"
+n=$(rdma resource show qp dev sroce0 | grep -c 'dev sroce0')
+expect_eq "QPs left in rdma resource" 0 "$n"
