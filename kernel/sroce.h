@@ -8,7 +8,11 @@
 #ifndef SROCE_H
 #define SROCE_H
 
+#include <linux/completion.h>
 #include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/skbuff.h>
+#include <linux/timer.h>
 #include <linux/mutex.h>
 #include <linux/netdevice.h>
 #include <rdma/ib_verbs.h>
@@ -16,6 +20,7 @@
 
 #include <rdma/sroce-abi.h>
 
+#include "sroce_hdr.h"
 #include "sroce_mr.h"
 #include "sroce_queue.h"
 
@@ -32,6 +37,7 @@
 #define SROCE_MAX_RD_ATOMIC	16
 #define SROCE_MIN_QPN		16
 #define SROCE_MAX_QPN		0xffffff
+#define SROCE_MAX_MSG_SIZE	0x80000000U
 #define SROCE_MAX_MR		0x100000
 #define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 #define SROCE_VENDOR_ID		0xffffff
@@ -108,6 +114,77 @@ struct sroce_av {
 	u8 dmac[ETH_ALEN];
 };
 
+/* A send WQE's progress, beside its copy in sroce_qp.sq_copy. */
+struct sroce_swqe {
+	u32 first_psn;
+	u32 last_psn;
+	u32 len;		/* message bytes */
+	u8 done;		/* all its packets are sent */
+};
+
+/**
+ * struct sroce_req - requester state (under sroce_qp.lock)
+ * @next: index of the WQE being sent (sq_comp <= next <= sq_cons)
+ * @sent: bytes of it already sent
+ * @psn: PSN of the next request packet
+ * @rd_atomic: READ and atomic WQEs sent and not completed
+ * @retries: transport retries left for the oldest WQE
+ * @rnr_retries: RNR retries left for the oldest WQE
+ * @rnr_wait: sending is paused until @timer fires
+ */
+struct sroce_req {
+	u32 next;
+	u32 sent;
+	u32 psn;
+	u32 rd_atomic;
+	u8 retries;
+	u8 rnr_retries;
+	bool rnr_wait;
+};
+
+/**
+ * struct sroce_resp - responder state (under sroce_qp.lock)
+ * @epsn: the PSN expected next
+ * @msn: messages completed
+ * @opcode: opcode of the last packet of the message in progress, or -1
+ * @nak_sent: a sequence NAK was sent for @epsn
+ * @rwqe: copy of the receive WQE a SEND in progress fills (rq slot size)
+ * @rwqe_valid: @rwqe holds a WQE (taken from the RQ at the first packet)
+ * @offset: bytes of the message received so far
+ * @mr: the MR an RDMA WRITE in progress goes to (a reference), or NULL
+ * @va: where its next byte goes
+ * @resid: bytes of the RDMA WRITE still expected
+ * @wlen: the RDMA WRITE's length
+ * @read_mr: the MR a READ being answered reads (a reference), or NULL
+ * @read_va: where its next response reads
+ * @read_left: bytes still to send
+ * @read_sent: bytes sent
+ * @read_psn: PSN of its next response
+ * @atomic_valid: @atomic_psn and @atomic_orig describe the last atomic,
+ *                answered again if it comes again
+ */
+struct sroce_resp {
+	u32 epsn;
+	u32 msn;
+	int opcode;
+	bool nak_sent;
+	void *rwqe;
+	bool rwqe_valid;
+	u32 offset;
+	struct sroce_mr *mr;
+	u64 va;
+	u32 resid;
+	u32 wlen;
+	struct sroce_mr *read_mr;
+	u64 read_va;
+	u32 read_left;
+	u32 read_sent;
+	u32 read_psn;
+	bool atomic_valid;
+	u32 atomic_psn;
+	u64 atomic_orig;
+};
+
 /**
  * struct sroce_qp - a queue pair
  * @ibqp: ib_core's QP
@@ -120,6 +197,18 @@ struct sroce_av {
  * @rq: receive ring; @rq_cons is the kernel's consumer index
  * @work: runs the QP's engine (process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
+ * @ref: held by the QP table and by each received packet queued to the QP
+ * @released: completed when @ref drops to zero
+ * @rx_queue: received packets for the engine (own lock)
+ * @timer: RNR back-off; queues @work when it fires
+ * @mtu: bytes of payload per packet on the path
+ * @loopback: the destination is one of our own GIDs
+ * @sport: UDP source port of our packets
+ * @sq_copy: kernel copies of the send WQEs the engine has taken, by index
+ * @swqe: their progress, by index
+ * @sq_comp: the oldest send WQE not completed (published as the SQ's cons)
+ * @req: requester state
+ * @resp: responder state
  */
 struct sroce_qp {
 	struct ib_qp ibqp;
@@ -134,7 +223,46 @@ struct sroce_qp {
 	u32 rq_cons;
 	struct work_struct work;
 	bool destroyed;
+	refcount_t ref;
+	struct completion released;
+	struct sk_buff_head rx_queue;
+	struct timer_list timer;
+	u32 mtu;
+	bool loopback;
+	u16 sport;
+	void *sq_copy;
+	struct sroce_swqe *swqe;
+	u32 sq_comp;
+	struct sroce_req req;
+	struct sroce_resp resp;
 };
+
+/* What the transport keeps about a packet, in skb->cb. */
+struct sroce_pkt {
+	struct sroce_qp *qp;	/* received: its QP, a reference */
+	u32 psn;
+	u32 paylen;		/* payload bytes, without pad */
+	u16 hdr_len;		/* BTH and extended headers */
+	u8 opcode;
+};
+
+#define SROCE_PKT(skb) ((struct sroce_pkt *)(skb)->cb)
+
+static inline void *sroce_pkt_hdr(struct sk_buff *skb, u16 which)
+{
+	return skb->data + sroce_hdr_offset(SROCE_PKT(skb)->opcode, which);
+}
+
+static inline void *sroce_pkt_payload(struct sk_buff *skb)
+{
+	return skb->data + SROCE_PKT(skb)->hdr_len;
+}
+
+/* PSN arithmetic, modulo 2^24: is a before b? */
+static inline bool sroce_psn_before(u32 a, u32 b)
+{
+	return ((a - b) & 0x800000) != 0;
+}
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
 {
@@ -177,7 +305,39 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
 void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
 
+/* sroce_net.c */
+int sroce_net_init(void);
+void sroce_net_exit(void);
+void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc);
+struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
+				const struct sroce_av *av, u8 opcode, u32 psn,
+				u32 paylen);
+int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
+		   u16 sport, bool loopback, struct sk_buff *skb);
+bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid);
+
+/* sroce_icrc.c */
+__le32 sroce_icrc(struct sk_buff *skb);
+
+/* sroce_req.c */
+void sroce_req_run(struct sroce_qp *qp);
+struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index);
+
+/* sroce_resp.c */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
+void sroce_resp_reset(struct sroce_qp *qp);
+bool sroce_resp_continue(struct sroce_qp *qp);
+
+/* sroce_comp.c */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
+void sroce_comp_send_done(struct sroce_qp *qp);
+void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
+
 /* sroce_qp.c */
+void sroce_qp_put(struct sroce_qp *qp);
+void sroce_qp_error(struct sroce_qp *qp);
+int sroce_qp_copy_sges(struct sroce_qp *qp, const struct sroce_sge *sge,
+		       u32 nsge, u32 offset, void *buf, u32 len, bool to_mem);
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

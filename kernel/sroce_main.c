@@ -247,14 +247,21 @@ static int __init sroce_init(void)
 	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sroce_wq)
 		return -ENOMEM;
+	err = sroce_net_init();
+	if (err)
+		goto err_wq;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
-	if (err) {
-		destroy_workqueue(sroce_wq);
-		return err;
-	}
+	if (err)
+		goto err_net;
 
 	rdma_link_register(&sroce_link_ops);
 	return 0;
+
+err_net:
+	sroce_net_exit();
+err_wq:
+	destroy_workqueue(sroce_wq);
+	return err;
 }
 
 static void __exit sroce_exit(void)
@@ -262,6 +269,7 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 	sroce_unregister_all();
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
+	sroce_net_exit();
 	destroy_workqueue(sroce_wq);
 }
 

@@ -8,6 +8,7 @@
  * handed out again right after deregistration, and a stale key from a
  * previous owner finds either nothing or an object whose tag differs.
  */
+#include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -84,6 +85,7 @@ static void sroce_mr_release(struct kref *ref)
 }
 
 /* Check the registration request; ib_core has checked the access bits. */
+
 static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 {
 	u64 end;
@@ -160,7 +162,128 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	xa_erase(&sdev->mem_xa, sroce_key_index(ibmr->lkey));
 	WRITE_ONCE(mr->state, SROCE_MEM_FREE);
-	kref_put(&mr->ref, sroce_mr_release);
+	sroce_mr_put(mr);
 	atomic_dec(&sdev->num_mr);
 	return 0;
+}
+
+/**
+ * sroce_mr_get - resolve a key for an access; every lkey and rkey goes here
+ * @sdev: the device
+ * @pd: the PD the access is made in
+ * @key: the lkey or rkey
+ * @va: the first byte accessed
+ * @len: bytes accessed (0 checks only the key, PD and access)
+ * @access: IB_ACCESS_* bits that must *all* be granted (0: local read)
+ *
+ * Return: the MR with a reference held (sroce_mr_put() it), or
+ * ERR_PTR(-ENOENT) for a key that names no valid MR (wrong tag, freed),
+ * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
+ * outside the MR (computed without overflow).
+ */
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
+			      u32 key, u64 va, u64 len, int access)
+{
+	struct sroce_mr *mr;
+	u64 end, mr_end;
+	int err;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	if (!mr || mr->ibmr.lkey != key || !kref_get_unless_zero(&mr->ref)) {
+		rcu_read_unlock();
+		return ERR_PTR(-ENOENT);
+	}
+	rcu_read_unlock();
+
+	err = -ENOENT;
+	if (READ_ONCE(mr->state) != SROCE_MEM_VALID)
+		goto err_put;
+	err = -EPERM;
+	if (mr->ibmr.pd != pd)
+		goto err_put;
+	err = -EACCES;
+	if ((mr->access & access) != access)
+		goto err_put;
+	err = -ERANGE;
+	if (check_add_overflow(va, len, &end) ||
+	    check_add_overflow(mr->ibmr.iova, mr->ibmr.length, &mr_end) ||
+	    (len && (va < mr->ibmr.iova || end > mr_end)))
+		goto err_put;
+	return mr;
+
+err_put:
+	sroce_mr_put(mr);
+	return ERR_PTR(err);
+}
+
+void sroce_mr_put(struct sroce_mr *mr)
+{
+	kref_put(&mr->ref, sroce_mr_release);
+}
+
+/**
+ * sroce_mr_copy - copy between a buffer and an MR's memory
+ * @mr: an MR from sroce_mr_get() whose range covers [va, va + len)
+ * @va: the MR address
+ * @buf: kernel buffer
+ * @len: bytes
+ * @to_mr: copy @buf into the MR (else the MR into @buf)
+ */
+void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
+		   bool to_mr)
+{
+	struct sroce_mr_map *map;
+	u64 off;
+
+	rcu_read_lock();
+	map = rcu_dereference(mr->map);
+	kref_get(&map->ref);
+	rcu_read_unlock();
+
+	off = va - map->iova + map->offset;
+	while (len) {
+		struct page *page = map->pages[off >> PAGE_SHIFT];
+		unsigned int in_page = offset_in_page(off);
+		unsigned int n = min_t(u64, len, PAGE_SIZE - in_page);
+		void *addr = kmap_local_page(page);
+
+		if (to_mr)
+			memcpy(addr + in_page, buf, n);
+		else
+			memcpy(buf, addr + in_page, n);
+		kunmap_local(addr);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	sroce_mr_map_put(map);
+}
+
+/**
+ * sroce_mr_atomic - an 8-byte atomic on an MR's memory
+ * @mr: an MR from sroce_mr_get() covering the 8 aligned bytes at @va
+ * @va: the address, 8-byte aligned
+ * @compare_add: the value to compare with (CMP_SWAP) or to add
+ * @swap: the value to store if equal (CMP_SWAP)
+ * @cmp_swap: compare and swap (else fetch and add)
+ *
+ * Atomic with respect to every other sroce atomic on the machine.
+ * Return: the original value.
+ */
+u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
+		    bool cmp_swap)
+{
+	static DEFINE_SPINLOCK(sroce_atomic_lock);
+	u64 orig, val;
+
+	spin_lock_bh(&sroce_atomic_lock);
+	sroce_mr_copy(mr, va, &orig, sizeof(orig), false);
+	if (cmp_swap)
+		val = orig == compare_add ? swap : orig;
+	else
+		val = orig + compare_add;
+	sroce_mr_copy(mr, va, &val, sizeof(val), true);
+	spin_unlock_bh(&sroce_atomic_lock);
+	return orig;
 }

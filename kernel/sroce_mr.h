@@ -70,5 +70,12 @@ struct sroce_mr {
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
+			      u32 key, u64 va, u64 len, int access);
+void sroce_mr_put(struct sroce_mr *mr);
+void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
+		   bool to_mr);
+u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
+		    bool cmp_swap);
 
 #endif /* SROCE_MR_H */

@@ -8,6 +8,7 @@
  * process context.
  */
 #include <linux/log2.h>
+#include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
 #define UVERBS_MODULE_NAME sroce
@@ -60,6 +61,30 @@ static void sroce_qp_real_cap(struct sroce_qp *qp, struct ib_qp_cap *cap)
 }
 
 static void sroce_qp_work(struct work_struct *work);
+
+static void sroce_qp_timer(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, timer);
+
+	queue_work(sroce_wq, &qp->work);
+}
+
+void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
+/* Free the packets queued to a QP that will not process them. */
+static void sroce_qp_purge(struct sroce_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&qp->rx_queue))) {
+		kfree_skb(skb);
+		sroce_qp_put(qp);
+	}
+}
 
 static void sroce_qp_publish_state(struct sroce_qp *qp)
 {
@@ -116,19 +141,33 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_sq;
 
+	err = -ENOMEM;
+	qp->sq_copy = kvzalloc(array_size(qp->sq.num_slots, qp->sq.slot_size),
+			       GFP_KERNEL);
+	qp->swqe = kvcalloc(qp->sq.num_slots, sizeof(*qp->swqe), GFP_KERNEL);
+	qp->resp.rwqe = kzalloc(qp->rq.slot_size, GFP_KERNEL);
+	if (!qp->sq_copy || !qp->swqe || !qp->resp.rwqe)
+		goto err_mem;
+	refcount_set(&qp->ref, 1);
+	init_completion(&qp->released);
+	skb_queue_head_init(&qp->rx_queue);
+	timer_setup(&qp->timer, sroce_qp_timer, 0);
+	qp->resp.opcode = -1;
+	qp->attr.qp_state = IB_QPS_RESET;
+	qp->attr.path_mtu = IB_MTU_1024;
+	qp->attr.port_num = SROCE_PORT;
+	qp->mtu = ib_mtu_enum_to_int(IB_MTU_1024);
+	sroce_qp_publish_state(qp);
+	sroce_qp_real_cap(qp, &qp->cap);
+	init->cap = qp->cap;
+
+	/* Fully set up: from here packets can find it. */
 	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, qp,
 			      XA_LIMIT(SROCE_MIN_QPN, SROCE_MAX_QPN),
 			      &sdev->qp_next, GFP_KERNEL);
 	if (err < 0)
-		goto err_rq;
+		goto err_mem;
 	ibqp->qp_num = qpn;
-
-	qp->attr.qp_state = IB_QPS_RESET;
-	qp->attr.path_mtu = IB_MTU_1024;
-	qp->attr.port_num = SROCE_PORT;
-	sroce_qp_publish_state(qp);
-	sroce_qp_real_cap(qp, &qp->cap);
-	init->cap = qp->cap;
 
 	sroce_ring_geom(&qp->sq, &resp.sq);
 	sroce_ring_geom(&qp->rq, &resp.rq);
@@ -139,7 +178,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 err_qpn:
 	xa_erase(&sdev->qp_xa, qpn);
-err_rq:
+err_mem:
+	kfree(qp->resp.rwqe);
+	kvfree(qp->swqe);
+	kvfree(qp->sq_copy);
 	sroce_ring_release(&qp->rq);
 err_sq:
 	sroce_ring_release(&qp->sq);
@@ -153,12 +195,22 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
 
+	/* No new packets find it; wait for those that did. */
+	xa_erase(&sdev->qp_xa, ibqp->qp_num);
 	mutex_lock(&qp->lock);
 	qp->destroyed = true;
 	mutex_unlock(&qp->lock);
+	del_timer_sync(&qp->timer);
+	sroce_qp_put(qp);
+	queue_work(sroce_wq, &qp->work);
+	wait_for_completion(&qp->released);
 	cancel_work_sync(&qp->work);
+	del_timer_sync(&qp->timer);
 
-	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	sroce_resp_reset(qp);
+	kfree(qp->resp.rwqe);
+	kvfree(qp->swqe);
+	kvfree(qp->sq_copy);
 	sroce_ring_release(&qp->rq);
 	sroce_ring_release(&qp->sq);
 	mutex_destroy(&qp->lock);
@@ -250,13 +302,36 @@ static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		a->qp_state = attr->qp_state;
 }
 
-/* Leaving for RESET: posted WRs are dropped without completions. */
+/* Going to RESET: posted WRs are dropped without completions. */
 static void sroce_qp_reset(struct sroce_qp *qp)
 {
+	del_timer(&qp->timer);
+	memset(&qp->req, 0, sizeof(qp->req));
+	sroce_resp_reset(qp);
+	qp->resp.epsn = 0;
+	qp->resp.msn = 0;
 	qp->sq_cons = sroce_ring_load_prod(&qp->sq);
+	qp->sq_comp = qp->sq_cons;
+	qp->req.next = qp->sq_cons;
 	sroce_ring_store_cons(&qp->sq, qp->sq_cons);
 	qp->rq_cons = sroce_ring_load_prod(&qp->rq);
 	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+}
+
+/* Path parameters once the QP knows where it sends. */
+static void sroce_qp_set_path(struct sroce_qp *qp, int mask)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	enum ib_mtu mtu = min_t(enum ib_mtu, qp->attr.path_mtu,
+				iboe_get_mtu(READ_ONCE(sdev->ndev->mtu)));
+
+	qp->mtu = ib_mtu_enum_to_int(max_t(enum ib_mtu, mtu, IB_MTU_256));
+	if (mask & IB_QP_AV) {
+		qp->loopback = sroce_gid_is_local(sdev, &qp->av.dgid);
+		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
+					       qp->ibqp.qp_num,
+					       qp->attr.dest_qp_num);
+	}
 }
 
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
@@ -291,8 +366,20 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	sroce_qp_apply_attr(qp, attr, mask);
 	if (next == IB_QPS_RESET)
 		sroce_qp_reset(qp);
+	if (mask & (IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN))
+		sroce_qp_set_path(qp, mask);
+	if (mask & IB_QP_RQ_PSN)
+		qp->resp.epsn = attr->rq_psn;
+	if (mask & IB_QP_SQ_PSN)
+		qp->req.psn = attr->sq_psn;
+	if (mask & IB_QP_RETRY_CNT)
+		qp->req.retries = attr->retry_cnt;
+	if (mask & IB_QP_RNR_RETRY)
+		qp->req.rnr_retries = attr->rnr_retry;
+	if (next == IB_QPS_ERR && cur != IB_QPS_ERR)
+		sroce_resp_reset(qp);
 	sroce_qp_publish_state(qp);
-	if (next == IB_QPS_ERR || next == IB_QPS_SQD)
+	if (next != cur)
 		queue_work(sroce_wq, &qp->work);
 	err = 0;
 out:
@@ -325,26 +412,66 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
-/* The completion opcode for a send WR's opcode. */
-static u32 sroce_wc_opcode(u32 wr_opcode)
+/**
+ * sroce_qp_copy_sges - copy between a buffer and an SGE list
+ * @qp: the QP whose PD the SGEs' lkeys must be in
+ * @sge: the SGEs
+ * @nsge: how many
+ * @offset: where in the list's bytes to start
+ * @buf: kernel buffer
+ * @len: bytes
+ * @to_mem: into the SGEs' memory (needs local write access)
+ *
+ * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
+ * if an lkey does not grant the access (wrong key, PD, access or bounds).
+ */
+int sroce_qp_copy_sges(struct sroce_qp *qp, const struct sroce_sge *sge,
+		       u32 nsge, u32 offset, void *buf, u32 len, bool to_mem)
 {
-	switch (wr_opcode) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return IB_WC_RDMA_WRITE;
-	case IB_WR_RDMA_READ:
-		return IB_WC_RDMA_READ;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		return IB_WC_COMP_SWAP;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return IB_WC_FETCH_ADD;
-	default:
-		return IB_WC_SEND;
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		u32 slen = sge[i].length, n;
+		struct sroce_mr *mr;
+
+		if (offset >= slen) {
+			offset -= slen;
+			continue;
+		}
+		n = min(slen - offset, len);
+		mr = sroce_mr_get(sdev, qp->ibqp.pd, sge[i].lkey,
+				  sge[i].addr + offset, n,
+				  to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
+		if (IS_ERR(mr))
+			return -EACCES;
+		sroce_mr_copy(mr, sge[i].addr + offset, buf, n, to_mem);
+		sroce_mr_put(mr);
+		buf += n;
+		len -= n;
+		offset = 0;
 	}
+	return len ? -ERANGE : 0;
+}
+
+/**
+ * sroce_qp_error - move the QP to the error state from the engine
+ * @qp: the QP, its lock held
+ *
+ * Everything outstanding is then flushed by the engine.
+ */
+void sroce_qp_error(struct sroce_qp *qp)
+{
+	if (qp->attr.qp_state == IB_QPS_ERR)
+		return;
+	qp->attr.qp_state = IB_QPS_ERR;
+	sroce_resp_reset(qp);
+	sroce_qp_publish_state(qp);
+	queue_work(sroce_wq, &qp->work);
 }
 
 /*
- * Complete every WR between *cons and the producer index with
+ * Complete every WR between *cons and the ring's producer index with
  * IB_WC_WR_FLUSH_ERR. A producer index no WR could have reached drops the
  * ring's contents instead. Stops early if the CQ is full.
  */
@@ -366,7 +493,7 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 			const struct sroce_send_wqe *wqe = slot;
 
 			cqe.wr_id = READ_ONCE(wqe->wr_id);
-			cqe.opcode = sroce_wc_opcode(READ_ONCE(wqe->opcode));
+			cqe.opcode = IB_UVERBS_WC_SEND;
 		} else {
 			const struct sroce_recv_wqe *wqe = slot;
 
@@ -377,6 +504,39 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 			break;
 	}
 	sroce_ring_store_cons(ring, *cons);
+}
+
+/* In the error state: complete everything posted with WR_FLUSH_ERR. */
+static void sroce_qp_flush(struct sroce_qp *qp)
+{
+	struct sroce_cq *rcq = to_scq(qp->ibqp.recv_cq);
+
+	/* First the WQEs the engine had taken, then the ring. */
+	qp->req.next = qp->sq_cons;
+	while (qp->sq_comp != qp->sq_cons)
+		sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
+	qp->req.sent = 0;
+	qp->req.rd_atomic = 0;
+	sroce_flush_ring(qp, &qp->sq, &qp->sq_cons, to_scq(qp->ibqp.send_cq),
+			 true);
+	qp->sq_comp = qp->sq_cons;
+	qp->req.next = qp->sq_cons;
+
+	if (qp->resp.rwqe_valid) {
+		const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
+		struct sroce_cqe cqe = {
+			.wr_id = rwqe->wr_id,
+			.status = IB_WC_WR_FLUSH_ERR,
+			.opcode = IB_WC_RECV,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		if (sroce_cq_post(rcq, &cqe, false))
+			return;
+		qp->resp.rwqe_valid = false;
+		qp->rq_cons++;
+	}
+	sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }
 
 static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
@@ -391,32 +551,69 @@ static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
 		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
 }
 
-/* The QP's engine: for now it flushes a QP in error and drains SQD. */
+/* Packets processed per run of the engine before it lets others run. */
+#define SROCE_RX_BUDGET 64
+
+/* Received packets, as far as the responder can take them. */
+static void sroce_qp_rx(struct sroce_qp *qp)
+{
+	int budget = SROCE_RX_BUDGET;
+	struct sk_buff *skb;
+
+	while (sroce_resp_continue(qp)) {
+		if (!budget--) {
+			queue_work(sroce_wq, &qp->work);
+			return;
+		}
+		skb = skb_dequeue(&qp->rx_queue);
+		if (!skb)
+			return;
+		if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags & SROCE_OP_REQ)
+			sroce_resp_rcv(qp, skb);
+		else
+			sroce_comp_rcv(qp, skb);
+		kfree_skb(skb);
+		sroce_qp_put(qp);
+	}
+	/* A READ is still being answered: come back for the rest. */
+	queue_work(sroce_wq, &qp->work);
+}
+
+/* Sends still owed an answer, or a pause: the engine runs again by itself. */
+static bool sroce_qp_will_return(struct sroce_qp *qp)
+{
+	return qp->attr.qp_state == IB_QPS_RTS &&
+	       (qp->sq_comp != qp->req.next || qp->req.sent ||
+		qp->req.rnr_wait);
+}
+
+/* The QP's engine: receive, then send, then flush or drain as the state says. */
 static void sroce_qp_work(struct work_struct *work)
 {
 	struct sroce_qp *qp = container_of(work, struct sroce_qp, work);
+	bool active;
 
 	mutex_lock(&qp->lock);
-	if (qp->destroyed)
+	if (qp->destroyed) {
+		sroce_qp_purge(qp);
 		goto out;
+	}
+
+	sroce_qp_rx(qp);
 
 	switch (qp->attr.qp_state) {
 	case IB_QPS_ERR:
-		WRITE_ONCE(qp->sq.hdr->kernel_active, 1);
-		smp_mb(); /* pairs with the provider's post-then-check */
-		sroce_flush_ring(qp, &qp->sq, &qp->sq_cons,
-				 to_scq(qp->ibqp.send_cq), true);
-		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons,
-				 to_scq(qp->ibqp.recv_cq), false);
-		WRITE_ONCE(qp->sq.hdr->kernel_active, 0);
-		smp_mb(); /* then look for WRs posted meanwhile */
-		if (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
-		    READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)
-			queue_work(sroce_wq, &qp->work);
+		sroce_qp_purge(qp);
+		sroce_qp_flush(qp);
+		break;
+	case IB_QPS_RTS:
+		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
+			qp->req.rnr_wait = false;
+		sroce_req_run(qp);
 		break;
 	case IB_QPS_SQD:
-		/* No send is in flight once the engine stops taking WRs. */
-		if (qp->attr.en_sqd_async_notify) {
+		if (qp->attr.en_sqd_async_notify &&
+		    qp->sq_comp == qp->req.next && !qp->req.sent) {
 			qp->attr.en_sqd_async_notify = 0;
 			sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
 		}
@@ -424,6 +621,21 @@ static void sroce_qp_work(struct work_struct *work)
 	default:
 		break;
 	}
+
+	/*
+	 * Tell the provider whether a post needs the doorbell, then look
+	 * once more for WRs posted before it could see that.
+	 */
+	active = sroce_qp_will_return(qp);
+	WRITE_ONCE(qp->sq.hdr->kernel_active, active);
+	smp_mb(); /* pairs with the provider's post-then-check */
+	if (!active &&
+	    (qp->attr.qp_state == IB_QPS_RTS ||
+	     qp->attr.qp_state == IB_QPS_ERR) &&
+	    (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
+	     (qp->attr.qp_state == IB_QPS_ERR &&
+	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
+		queue_work(sroce_wq, &qp->work);
 out:
 	mutex_unlock(&qp->lock);
 }

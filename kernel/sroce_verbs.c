@@ -42,11 +42,13 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_sge_rd = SROCE_MAX_SGE;
 	attr->max_qp_rd_atom = SROCE_MAX_RD_ATOMIC;
 	attr->max_qp_init_rd_atom = SROCE_MAX_RD_ATOMIC;
+	attr->max_res_rd_atom = SROCE_MAX_RD_ATOMIC * SROCE_MAX_QP;
 	attr->max_pkeys = SROCE_PKEY_TBL_LEN;
-	attr->atomic_cap = IB_ATOMIC_NONE;
+	attr->atomic_cap = IB_ATOMIC_HCA;
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
-				 IB_DEVICE_SYS_IMAGE_GUID;
+				 IB_DEVICE_SYS_IMAGE_GUID |
+				 IB_DEVICE_RC_RNR_NAK_GEN;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }
@@ -72,7 +74,7 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 				 iboe_get_mtu(READ_ONCE(ndev->mtu)));
 	attr->gid_tbl_len = SROCE_GID_TBL_LEN;
 	attr->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
-	attr->max_msg_sz = 0;
+	attr->max_msg_sz = SROCE_MAX_MSG_SIZE;
 	attr->lid = 0;
 	attr->sm_lid = 0;
 	attr->lmc = 0;

@@ -25,7 +25,9 @@ sroce_loaded() { [ -d /sys/module/sroce ]; }
 
 load_sroce() {
 	sroce_loaded && return 0
-	modprobe ib_uverbs && insmod "$repo/kernel/sroce.ko"
+	# What modprobe would load for an installed sroce.ko (modinfo depends).
+	modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel &&
+		insmod "$repo/kernel/sroce.ko"
 }
 
 ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }

@@ -95,6 +95,13 @@ enum sroce_cq_notify {
 	SROCE_CQ_NOTIFY_NEXT = 2,	/* any completion; outranks SOLICITED */
 };
 
+/* sroce_cqe.wc_flags: the values of enum ibv_wc_flags. */
+enum sroce_wc_flags {
+	SROCE_WC_GRH = 1 << 0,
+	SROCE_WC_WITH_IMM = 1 << 1,
+	SROCE_WC_WITH_INV = 1 << 3,
+};
+
 /* A completion queue entry: one CQ ring slot. */
 struct sroce_cqe {
 	__aligned_u64 wr_id;

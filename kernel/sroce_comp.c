@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: the completer - acknowledgements, read responses and atomic
+ * acknowledgements complete send WQEs, strictly in SQ order.
+ */
+#include "sroce.h"
+
+/* RNR NAK timer field (IB spec) in microseconds. */
+static const u32 sroce_rnr_usecs[32] = {
+	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
+	1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960,
+	61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static u32 sroce_wc_opcode(u32 wr_opcode)
+{
+	switch (wr_opcode) {
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return IB_UVERBS_WC_RDMA_WRITE;
+	case IB_UVERBS_WR_RDMA_READ:
+		return IB_UVERBS_WC_RDMA_READ;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return IB_UVERBS_WC_COMP_SWAP;
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+		return IB_UVERBS_WC_FETCH_ADD;
+	default:
+		return IB_UVERBS_WC_SEND;
+	}
+}
+
+/* Publish the SQ's consumer index: the slots of completed WQEs are free. */
+static void sroce_sq_publish(struct sroce_qp *qp)
+{
+	sroce_ring_store_cons(&qp->sq, qp->sq_comp);
+}
+
+/* Complete the oldest send WQE (sq_comp) with @status. */
+void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
+{
+	u32 idx = qp->sq_comp;
+	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
+	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
+
+	if (sw->done && (wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
+			 wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+			 wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD))
+		qp->req.rd_atomic--;
+	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
+	    (wqe->send_flags & IB_SEND_SIGNALED)) {
+		struct sroce_cqe cqe = {
+			.wr_id = wqe->wr_id,
+			.status = status,
+			.opcode = sroce_wc_opcode(wqe->opcode),
+			.byte_len = sw->len,
+			.qp_num = qp->ibqp.qp_num,
+		};
+
+		sroce_cq_post(to_scq(qp->ibqp.send_cq), &cqe, false);
+	}
+	qp->sq_comp = idx + 1;
+	sroce_sq_publish(qp);
+	qp->req.retries = qp->attr.retry_cnt;
+	qp->req.rnr_retries = qp->attr.rnr_retry;
+}
+
+/* UC and UD: a WQE is complete once sent. */
+void sroce_comp_send_done(struct sroce_qp *qp)
+{
+	while (qp->sq_comp != qp->req.next)
+		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+}
+
+static struct sroce_swqe *sroce_oldest(struct sroce_qp *qp,
+				       struct sroce_send_wqe **wqe)
+{
+	if (qp->sq_comp == qp->req.next && !qp->req.sent)
+		return NULL;
+	if (qp->sq_comp == qp->sq_cons)
+		return NULL;
+	*wqe = sroce_swqe_copy(qp, qp->sq_comp);
+	return &qp->swqe[qp->sq_comp & (qp->sq.num_slots - 1)];
+}
+
+static bool sroce_needs_response(u32 wr_opcode)
+{
+	return wr_opcode == IB_UVERBS_WR_RDMA_READ ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* An ACK of every PSN up to @psn completes the WQEs it covers. */
+static void sroce_ack_upto(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw;
+
+	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
+	       !sroce_needs_response(wqe->opcode) &&
+	       !sroce_psn_before(psn, sw->last_psn))
+		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+}
+
+/*
+ * Send again from the first packet of the WQE holding @psn. WQEs in
+ * [sq_comp, req.next) are fully sent; req.next may be partly sent.
+ */
+static void sroce_go_back(struct sroce_qp *qp, u32 psn)
+{
+	u32 mask = qp->sq.num_slots - 1;
+	u32 idx, j;
+
+	for (idx = qp->sq_comp; idx != qp->req.next; idx++)
+		if (!sroce_psn_before(qp->swqe[idx & mask].last_psn, psn))
+			break;
+	for (j = idx; j != qp->req.next; j++) {
+		if (sroce_needs_response(sroce_swqe_copy(qp, j)->opcode))
+			qp->req.rd_atomic--;
+		qp->swqe[j & mask].done = 0;
+	}
+	if (idx != qp->req.next || qp->req.sent) {
+		qp->req.next = idx;
+		qp->req.psn = qp->swqe[idx & mask].first_psn;
+		qp->req.sent = 0;
+	}
+}
+
+/* The oldest WQE fails with @status; the QP goes to error. */
+static void sroce_comp_fail(struct sroce_qp *qp, enum ib_wc_status status)
+{
+	sroce_qp_complete_send(qp, status);
+	sroce_qp_error(qp);
+}
+
+static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
+{
+	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
+	if (qp->attr.rnr_retry != 7) {
+		if (!qp->req.rnr_retries) {
+			sroce_comp_fail(qp, IB_WC_RNR_RETRY_EXC_ERR);
+			return;
+		}
+		qp->req.rnr_retries--;
+	}
+	sroce_go_back(qp, psn);
+	qp->req.rnr_wait = true;
+	mod_timer(&qp->timer,
+		  jiffies + usecs_to_jiffies(sroce_rnr_usecs[timer & 31]));
+}
+
+static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_aeth *aeth = sroce_pkt_hdr(skb, SROCE_OP_AETH);
+	u32 smsn = be32_to_cpu(aeth->smsn);
+	u8 syndrome = smsn >> 24;
+	u32 psn = SROCE_PKT(skb)->psn;
+
+	switch (syndrome & SROCE_AETH_TYPE_MASK) {
+	case 0:
+		sroce_ack_upto(qp, psn);
+		return;
+	case SROCE_AETH_RNR_NAK:
+		sroce_comp_rnr(qp, psn, syndrome & 0x1f);
+		return;
+	case SROCE_AETH_NAK:
+		break;
+	default:
+		return;
+	}
+
+	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
+	switch (syndrome & 0x1f) {
+	case SROCE_NAK_PSN_SEQ:
+		if (qp->req.retries-- == 0) {
+			sroce_comp_fail(qp, IB_WC_RETRY_EXC_ERR);
+			return;
+		}
+		sroce_go_back(qp, psn);
+		return;
+	case SROCE_NAK_INVALID_REQ:
+		sroce_comp_fail(qp, IB_WC_REM_INV_REQ_ERR);
+		return;
+	case SROCE_NAK_REM_ACCESS:
+		sroce_comp_fail(qp, IB_WC_REM_ACCESS_ERR);
+		return;
+	default:
+		sroce_comp_fail(qp, IB_WC_REM_OP_ERR);
+		return;
+	}
+}
+
+static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw;
+	u32 offset;
+
+	/* Everything before the READ was acknowledged by its response. */
+	sroce_ack_upto(qp, (pkt->psn - 1) & SROCE_PSN_MASK);
+	sw = sroce_oldest(qp, &wqe);
+	if (!sw || !sw->done || wqe->opcode != IB_UVERBS_WR_RDMA_READ ||
+	    sroce_psn_before(pkt->psn, sw->first_psn) ||
+	    sroce_psn_before(sw->last_psn, pkt->psn))
+		return;
+	offset = ((pkt->psn - sw->first_psn) & SROCE_PSN_MASK) * qp->mtu;
+	if (offset + pkt->paylen > sw->len ||
+	    (!(flags & SROCE_OP_LAST) && pkt->paylen != qp->mtu) ||
+	    ((flags & SROCE_OP_LAST) && offset + pkt->paylen != sw->len)) {
+		sroce_comp_fail(qp, IB_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (pkt->paylen &&
+	    sroce_qp_copy_sges(qp, (const void *)(wqe + 1), wqe->num_sge,
+			       offset, sroce_pkt_payload(skb), pkt->paylen,
+			       true)) {
+		sroce_comp_fail(qp, IB_WC_LOC_PROT_ERR);
+		return;
+	}
+	if (flags & SROCE_OP_LAST)
+		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+}
+
+static void sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_atmack *ack = sroce_pkt_hdr(skb, SROCE_OP_ATMACK);
+	u32 psn = SROCE_PKT(skb)->psn;
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw;
+	u64 orig;
+
+	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
+	sw = sroce_oldest(qp, &wqe);
+	if (!sw || !sw->done || sw->first_psn != psn ||
+	    (wqe->opcode != IB_UVERBS_WR_ATOMIC_CMP_AND_SWP &&
+	     wqe->opcode != IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD))
+		return;
+	orig = be64_to_cpu(ack->orig);
+	if (sroce_qp_copy_sges(qp, (const void *)(wqe + 1), wqe->num_sge, 0,
+			       &orig, sizeof(orig), true)) {
+		sroce_comp_fail(qp, IB_WC_LOC_PROT_ERR);
+		return;
+	}
+	sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+}
+
+/**
+ * sroce_comp_rcv - a response packet arrived
+ * @qp: an RC QP, its lock held
+ * @skb: the packet (the caller frees it)
+ */
+void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	u8 opcode = SROCE_PKT(skb)->opcode;
+
+	if (qp->ibqp.qp_type != IB_QPT_RC ||
+	    (qp->attr.qp_state != IB_QPS_RTS &&
+	     qp->attr.qp_state != IB_QPS_SQD))
+		return;
+
+	switch (opcode) {
+	case SROCE_RC_ACK:
+		sroce_comp_ack(qp, skb);
+		break;
+	case SROCE_RC_ATOMIC_ACK:
+		sroce_comp_atomic_ack(qp, skb);
+		break;
+	case SROCE_RC_READ_RESP_FIRST:
+	case SROCE_RC_READ_RESP_MIDDLE:
+	case SROCE_RC_READ_RESP_LAST:
+	case SROCE_RC_READ_RESP_ONLY:
+		sroce_comp_read_resp(qp, skb);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: RoCEv2 packets on the network - the UDP 4791 sockets, receiving
+ * (dispatch to the destination QP) and sending (headers, ICRC, route).
+ *
+ * Packets to one of the device's own GIDs never touch the network stack:
+ * they are handed to the receive path directly (loopback).
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/skbuff.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6_stubs.h>
+#include <net/route.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_cache.h>
+
+#include "sroce.h"
+#include "sroce_hdr.h"
+
+static struct socket *sroce_sock4;
+static struct socket *sroce_sock6;
+
+/* Take a reference on the QP @qpn of @sdev, or NULL. */
+static struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
+{
+	struct sroce_qp *qp;
+	unsigned long flags;
+
+	xa_lock_irqsave(&sdev->qp_xa, flags);
+	qp = xa_load(&sdev->qp_xa, qpn);
+	if (qp && !refcount_inc_not_zero(&qp->ref))
+		qp = NULL;
+	xa_unlock_irqrestore(&sdev->qp_xa, flags);
+	return qp;
+}
+
+/**
+ * sroce_rcv - take a received packet
+ * @sdev: the device it arrived on
+ * @skb: the packet; data at the BTH, network header set, ICRC at the end
+ * @check_icrc: verify the ICRC (false for loopback, which computed it)
+ *
+ * Drops what is malformed or for no QP; queues the rest to its QP and
+ * schedules the QP's engine. Any context.
+ */
+void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	const struct sroce_opinfo *info;
+	struct sroce_bth *bth;
+	unsigned int pad, len;
+	__le32 icrc;
+
+	if (skb_linearize(skb))
+		goto drop;
+	len = skb->len;
+	if (len < sizeof(*bth) + SROCE_ICRC_LEN)
+		goto drop;
+	bth = (struct sroce_bth *)skb->data;
+	info = &sroce_opinfo[bth->opcode];
+	pad = (bth->flags & SROCE_BTH_PAD_MASK) >> SROCE_BTH_PAD_SHIFT;
+	if (!(info->flags & SROCE_OP_VALID) ||
+	    len < info->hdr_len + pad + SROCE_ICRC_LEN ||
+	    (bth->flags & 0x0f) != 0)
+		goto drop;
+	if (check_icrc) {
+		memcpy(&icrc, skb->data + len - SROCE_ICRC_LEN, sizeof(icrc));
+		if (icrc != sroce_icrc(skb))
+			goto drop;
+	}
+
+	pkt->opcode = bth->opcode;
+	pkt->psn = be32_to_cpu(bth->apsn) & SROCE_PSN_MASK;
+	pkt->hdr_len = info->hdr_len;
+	pkt->paylen = len - info->hdr_len - pad - SROCE_ICRC_LEN;
+	pkt->qp = sroce_qp_get(sdev, be32_to_cpu(bth->qpn) & SROCE_QPN_MASK);
+	if (!pkt->qp)
+		goto drop;
+
+	skb_queue_tail(&pkt->qp->rx_queue, skb);
+	queue_work(sroce_wq, &pkt->qp->work);
+	return;
+drop:
+	kfree_skb(skb);
+}
+
+static bool sroce_is_ours(struct ib_device *ibdev)
+{
+	return ibdev->ops.dealloc_driver == sroce_dealloc_driver;
+}
+
+static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
+{
+	struct ib_device *ibdev;
+
+	/* UDP has trimmed the skb to the datagram; data is at its header. */
+	ibdev = ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_UNKNOWN);
+	if (!ibdev)
+		goto drop;
+	if (!sroce_is_ours(ibdev)) {
+		ib_device_put(ibdev);
+		goto drop;
+	}
+	skb_pull(skb, sizeof(struct udphdr));
+	sroce_rcv(to_sdev(ibdev), skb, true);
+	ib_device_put(ibdev);
+	return 0;
+drop:
+	kfree_skb(skb);
+	return 0;
+}
+
+static struct socket *sroce_udp_sock(struct net *net, bool ipv6)
+{
+	struct udp_tunnel_sock_cfg tnl = {
+		.encap_type = 1,
+		.encap_rcv = sroce_udp_encap_recv,
+	};
+	struct udp_port_cfg cfg = {
+		.family = ipv6 ? AF_INET6 : AF_INET,
+		.ipv6_v6only = ipv6,
+		.local_udp_port = htons(SROCE_UDP_PORT),
+	};
+	struct socket *sock;
+	int err;
+
+	err = udp_sock_create(net, &cfg, &sock);
+	if (err)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock, &tnl);
+	return sock;
+}
+
+int sroce_net_init(void)
+{
+	sroce_sock4 = sroce_udp_sock(&init_net, false);
+	if (IS_ERR(sroce_sock4))
+		goto err;
+	if (IS_ENABLED(CONFIG_IPV6)) {
+		sroce_sock6 = sroce_udp_sock(&init_net, true);
+		if (IS_ERR(sroce_sock6)) {
+			udp_tunnel_sock_release(sroce_sock4);
+			sroce_sock4 = sroce_sock6;
+			goto err;
+		}
+	}
+	return 0;
+err:
+	pr_err("sroce: cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
+	       SROCE_UDP_PORT, PTR_ERR(sroce_sock4));
+	return PTR_ERR(sroce_sock4);
+}
+
+void sroce_net_exit(void)
+{
+	if (sroce_sock6)
+		udp_tunnel_sock_release(sroce_sock6);
+	udp_tunnel_sock_release(sroce_sock4);
+}
+
+/**
+ * sroce_pkt_alloc - a packet to send, with room for every header
+ * @sdev: the sending device
+ * @av: where it goes
+ * @opcode: its opcode
+ * @psn: its PSN
+ * @paylen: bytes of payload
+ *
+ * The BTH is filled but for the destination QPN, the AckReq and SE bits;
+ * the caller fills the other headers and the payload (SROCE_PKT(skb)->hdr_len
+ * bytes in). Return: the packet, or NULL without memory.
+ */
+struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
+				const struct sroce_av *av, u8 opcode, u32 psn,
+				u32 paylen)
+{
+	unsigned int hdr_len = sroce_opinfo[opcode].hdr_len;
+	unsigned int pad = (4 - (paylen & 3)) & 3;
+	unsigned int headroom = LL_RESERVED_SPACE(sdev->ndev) +
+				sizeof(struct ipv6hdr) + sizeof(struct udphdr);
+	struct sroce_bth *bth;
+	struct sk_buff *skb;
+	u8 *p;
+
+	skb = alloc_skb(headroom + hdr_len + paylen + pad + SROCE_ICRC_LEN,
+			GFP_KERNEL);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, headroom);
+	p = skb_put(skb, hdr_len + paylen + pad + SROCE_ICRC_LEN);
+	memset(p, 0, hdr_len);
+	memset(p + hdr_len + paylen, 0, pad + SROCE_ICRC_LEN);
+
+	bth = (struct sroce_bth *)p;
+	bth->opcode = opcode;
+	bth->flags = pad << SROCE_BTH_PAD_SHIFT;
+	bth->pkey = htons(SROCE_DEFAULT_PKEY);
+	bth->apsn = cpu_to_be32(psn & SROCE_PSN_MASK);
+
+	SROCE_PKT(skb)->opcode = opcode;
+	SROCE_PKT(skb)->psn = psn;
+	SROCE_PKT(skb)->hdr_len = hdr_len;
+	SROCE_PKT(skb)->paylen = paylen;
+	SROCE_PKT(skb)->qp = NULL;
+	skb->protocol = htons(av->net_type == RDMA_NETWORK_IPV4 ? ETH_P_IP :
+								 ETH_P_IPV6);
+	return skb;
+}
+
+static void sroce_push_udp(struct sk_buff *skb, u16 sport)
+{
+	struct udphdr *udph;
+
+	__skb_push(skb, sizeof(*udph));
+	skb_reset_transport_header(skb);
+	udph = udp_hdr(skb);
+	udph->source = htons(sport);
+	udph->dest = htons(SROCE_UDP_PORT);
+	udph->len = htons(skb->len);
+	udph->check = 0;
+}
+
+static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
+{
+	struct iphdr *iph;
+
+	skb_push(skb, sizeof(*iph));
+	skb_reset_network_header(skb);
+	iph = ip_hdr(skb);
+	iph->version = 4;
+	iph->ihl = sizeof(*iph) >> 2;
+	iph->tos = av->traffic_class;
+	iph->tot_len = htons(skb->len);
+	iph->frag_off = htons(IP_DF);
+	iph->ttl = av->hop_limit ?: 64;
+	iph->protocol = IPPROTO_UDP;
+	memcpy(&iph->saddr, &av->sgid.raw[12], sizeof(iph->saddr));
+	memcpy(&iph->daddr, &av->dgid.raw[12], sizeof(iph->daddr));
+	__ip_select_ident(&init_net, iph, 1);
+	ip_send_check(iph);
+}
+
+static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
+{
+	struct ipv6hdr *ip6h;
+
+	skb_push(skb, sizeof(*ip6h));
+	skb_reset_network_header(skb);
+	ip6h = ipv6_hdr(skb);
+	ip6_flow_hdr(ip6h, av->traffic_class, htonl(av->flow_label));
+	ip6h->payload_len = htons(skb->len - sizeof(*ip6h));
+	ip6h->nexthdr = IPPROTO_UDP;
+	ip6h->hop_limit = av->hop_limit ?: 64;
+	memcpy(&ip6h->saddr, av->sgid.raw, sizeof(ip6h->saddr));
+	memcpy(&ip6h->daddr, av->dgid.raw, sizeof(ip6h->daddr));
+}
+
+static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
+		       struct sk_buff *skb)
+{
+	struct net *net = dev_net(sdev->ndev);
+	struct dst_entry *dst;
+
+	if (av->net_type == RDMA_NETWORK_IPV4) {
+		struct flowi4 fl4 = {
+			.flowi4_oif = sdev->ndev->ifindex,
+			.flowi4_proto = IPPROTO_UDP,
+			.saddr = *(__be32 *)&av->sgid.raw[12],
+			.daddr = *(__be32 *)&av->dgid.raw[12],
+		};
+		struct rtable *rt = ip_route_output_key(net, &fl4);
+
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		dst = &rt->dst;
+	} else {
+		struct flowi6 fl6 = {
+			.flowi6_oif = sdev->ndev->ifindex,
+			.flowi6_proto = IPPROTO_UDP,
+		};
+
+		memcpy(&fl6.saddr, av->sgid.raw, sizeof(fl6.saddr));
+		memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
+		dst = ipv6_stub->ipv6_dst_lookup_flow(net, sroce_sock6->sk,
+						      &fl6, NULL);
+		if (IS_ERR(dst))
+			return PTR_ERR(dst);
+		if (dst->error) {
+			int err = dst->error;
+
+			dst_release(dst);
+			return err;
+		}
+	}
+	skb_dst_set(skb, dst);
+	return 0;
+}
+
+/**
+ * sroce_pkt_xmit - send a packet sroce_pkt_alloc() made and the caller filled
+ * @sdev: the sending device
+ * @av: where it goes
+ * @sport: UDP source port
+ * @loopback: the destination is one of @sdev's own GIDs
+ * @skb: the packet (consumed)
+ *
+ * Return: 0, or a negative errno if it could not be sent.
+ */
+int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
+		   u16 sport, bool loopback, struct sk_buff *skb)
+{
+	__le32 icrc;
+	int err;
+
+	sroce_push_udp(skb, sport);
+	if (av->net_type == RDMA_NETWORK_IPV4)
+		sroce_push_ip4(skb, av);
+	else
+		sroce_push_ip6(skb, av);
+	icrc = sroce_icrc(skb);
+	memcpy(skb_tail_pointer(skb) - SROCE_ICRC_LEN, &icrc, sizeof(icrc));
+
+	if (loopback) {
+		skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
+		sroce_rcv(sdev, skb, false);
+		return 0;
+	}
+
+	skb->dev = sdev->ndev;
+	err = sroce_route(sdev, av, skb);
+	if (err) {
+		kfree_skb(skb);
+		return err;
+	}
+	if (av->net_type == RDMA_NETWORK_IPV4)
+		err = ip_local_out(dev_net(sdev->ndev), sroce_sock4->sk, skb);
+	else
+		err = ip6_local_out(dev_net(sdev->ndev), sroce_sock6->sk, skb);
+	return net_xmit_eval(err) ? -EAGAIN : 0;
+}
+
+/* Is @gid one of @sdev's own (RoCEv2) GIDs? */
+bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, SROCE_PORT,
+				     NULL);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}

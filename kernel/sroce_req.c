@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: the requester - takes send WQEs from the SQ ring and sends their
+ * packets.
+ *
+ * A WQE is copied out of the shared ring before it is checked, so the
+ * application cannot change it afterwards; the copy is what is sent, and
+ * resent.
+ */
+#include <linux/overflow.h>
+
+#include "sroce.h"
+
+/* Packets sent per run of the engine before it lets others run. */
+#define SROCE_REQ_BUDGET 64
+
+struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index)
+{
+	return qp->sq_copy + (size_t)(index & (qp->sq.num_slots - 1)) *
+			     qp->sq.slot_size;
+}
+
+static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
+{
+	switch (opcode) {
+	case IB_UVERBS_WR_SEND:
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		return true;
+	case IB_UVERBS_WR_RDMA_WRITE:
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return type == IB_QPT_RC || type == IB_QPT_UC;
+	case IB_UVERBS_WR_RDMA_READ:
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		return type == IB_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static bool sroce_wr_is_rd_atomic(u32 opcode)
+{
+	return opcode == IB_UVERBS_WR_RDMA_READ ||
+	       opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/*
+ * Check a WQE copy. Return: 0 with @len set to the message length, or the
+ * completion status it fails with.
+ */
+static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
+					 const struct sroce_send_wqe *wqe,
+					 u32 *len)
+{
+	u32 room = qp->sq.slot_size - sizeof(*wqe);
+	const struct sroce_sge *sge = (const void *)(wqe + 1);
+	u64 total = 0;
+	u32 i;
+
+	if (!sroce_wr_allowed(qp->ibqp.qp_type, wqe->opcode))
+		return IB_WC_LOC_QP_OP_ERR;
+	if (wqe->send_flags & IB_SEND_INLINE) {
+		if (sroce_wr_is_rd_atomic(wqe->opcode) ||
+		    wqe->inline_len > qp->cap.max_inline_data ||
+		    wqe->inline_len > room)
+			return IB_WC_LOC_QP_OP_ERR;
+		*len = wqe->inline_len;
+		return IB_WC_SUCCESS;
+	}
+	if (wqe->num_sge > qp->cap.max_send_sge ||
+	    wqe->num_sge * sizeof(*sge) > room)
+		return IB_WC_LOC_QP_OP_ERR;
+	for (i = 0; i < wqe->num_sge; i++)
+		total += sge[i].length;
+	if (total > SROCE_MAX_MSG_SIZE)
+		return IB_WC_LOC_LEN_ERR;
+	if ((wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	     wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD) && total != 8)
+		return IB_WC_LOC_LEN_ERR;
+	*len = total;
+	return IB_WC_SUCCESS;
+}
+
+/*
+ * Take the next WQE from the ring into the kernel. Return: true if one was
+ * taken; false if the ring is empty or the WQE was bad (the QP is then in
+ * error and the WQE completed with its status).
+ */
+static bool sroce_req_fetch(struct sroce_qp *qp)
+{
+	u32 prod = sroce_ring_load_prod(&qp->sq);
+	u32 idx = qp->req.next;
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw;
+	enum ib_wc_status status;
+
+	if (prod == idx)
+		return false;
+	if (prod - qp->sq_comp > qp->sq.num_slots) {
+		/* The application corrupted the producer index. */
+		sroce_qp_error(qp);
+		return false;
+	}
+	wqe = sroce_swqe_copy(qp, idx);
+	memcpy(wqe, sroce_ring_slot(&qp->sq, idx), qp->sq.slot_size);
+	sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
+	memset(sw, 0, sizeof(*sw));
+	qp->sq_cons = idx + 1;
+
+	status = sroce_req_check(qp, wqe, &sw->len);
+	if (status != IB_WC_SUCCESS) {
+		/* Everything before it completes first, then it fails. */
+		while (qp->sq_comp != idx)
+			sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
+		qp->req.next = idx + 1;
+		sroce_qp_complete_send(qp, status);
+		sroce_qp_error(qp);
+		return false;
+	}
+	return true;
+}
+
+static u8 sroce_req_opcode(struct sroce_qp *qp, u32 wr_opcode, bool first,
+			   bool last)
+{
+	u8 base = qp->ibqp.qp_type == IB_QPT_UC ? SROCE_UC : 0;
+
+	switch (wr_opcode) {
+	case IB_UVERBS_WR_SEND:
+		return base | (first ? (last ? SROCE_RC_SEND_ONLY :
+					       SROCE_RC_SEND_FIRST) :
+				       (last ? SROCE_RC_SEND_LAST :
+					       SROCE_RC_SEND_MIDDLE));
+	case IB_UVERBS_WR_SEND_WITH_IMM:
+		return base | (first ? (last ? SROCE_RC_SEND_ONLY_IMM :
+					       SROCE_RC_SEND_FIRST) :
+				       (last ? SROCE_RC_SEND_LAST_IMM :
+					       SROCE_RC_SEND_MIDDLE));
+	case IB_UVERBS_WR_SEND_WITH_INV:
+		return first ? (last ? SROCE_RC_SEND_ONLY_INV :
+				       SROCE_RC_SEND_FIRST) :
+			       (last ? SROCE_RC_SEND_LAST_INV :
+				       SROCE_RC_SEND_MIDDLE);
+	case IB_UVERBS_WR_RDMA_WRITE:
+		return base | (first ? (last ? SROCE_RC_WRITE_ONLY :
+					       SROCE_RC_WRITE_FIRST) :
+				       (last ? SROCE_RC_WRITE_LAST :
+					       SROCE_RC_WRITE_MIDDLE));
+	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
+		return base | (first ? (last ? SROCE_RC_WRITE_ONLY_IMM :
+					       SROCE_RC_WRITE_FIRST) :
+				       (last ? SROCE_RC_WRITE_LAST_IMM :
+					       SROCE_RC_WRITE_MIDDLE));
+	case IB_UVERBS_WR_RDMA_READ:
+		return SROCE_RC_READ_REQ;
+	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
+		return SROCE_RC_CMP_SWAP;
+	default:
+		return SROCE_RC_FETCH_ADD;
+	}
+}
+
+/* Fill the extended headers of a request packet. */
+static void sroce_req_headers(struct sk_buff *skb,
+			      const struct sroce_send_wqe *wqe, u32 len)
+{
+	u16 flags = sroce_opinfo[SROCE_PKT(skb)->opcode].flags;
+
+	if (flags & SROCE_OP_RETH) {
+		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
+
+		reth->va = cpu_to_be64(wqe->wr.rdma.remote_addr);
+		reth->rkey = cpu_to_be32(wqe->wr.rdma.rkey);
+		reth->len = cpu_to_be32(len);
+	}
+	if (flags & SROCE_OP_ATMETH) {
+		struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
+
+		a->va = cpu_to_be64(wqe->wr.atomic.remote_addr);
+		a->rkey = cpu_to_be32(wqe->wr.atomic.rkey);
+		a->swap_add = cpu_to_be64(
+			wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
+				wqe->wr.atomic.swap : wqe->wr.atomic.compare_add);
+		a->compare = cpu_to_be64(
+			wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
+				wqe->wr.atomic.compare_add : 0);
+	}
+	if (flags & SROCE_OP_IMM)
+		memcpy(sroce_pkt_hdr(skb, SROCE_OP_IMM), &wqe->ex,
+		       sizeof(wqe->ex));
+	if (flags & SROCE_OP_INV)
+		*(__be32 *)sroce_pkt_hdr(skb, SROCE_OP_INV) =
+			cpu_to_be32(wqe->ex);
+}
+
+/* Send the next packet of WQE @idx. Return: 0, or -errno (QP in error). */
+static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
+	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
+	bool first = qp->req.sent == 0, last;
+	u32 paylen = 0, npsn = 1, remain = sw->len - qp->req.sent;
+	struct sroce_bth *bth;
+	struct sk_buff *skb;
+	u32 psn = qp->req.psn;
+	int err;
+
+	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
+		last = true;
+		npsn = max_t(u32, 1, DIV_ROUND_UP(sw->len, qp->mtu));
+	} else if (sroce_wr_is_rd_atomic(wqe->opcode)) {
+		last = true;
+	} else {
+		paylen = min(remain, qp->mtu);
+		last = remain <= qp->mtu;
+	}
+
+	skb = sroce_pkt_alloc(sdev, &qp->av,
+			      sroce_req_opcode(qp, wqe->opcode, first, last),
+			      psn, paylen);
+	if (!skb)
+		return -ENOMEM;
+	bth = (struct sroce_bth *)skb->data;
+	bth->qpn = cpu_to_be32(qp->attr.dest_qp_num);
+	if (last && qp->ibqp.qp_type == IB_QPT_RC)
+		bth->apsn |= cpu_to_be32(SROCE_BTH_ACKREQ);
+	if (last && (wqe->send_flags & IB_SEND_SOLICITED))
+		bth->flags |= SROCE_BTH_SE;
+	sroce_req_headers(skb, wqe, sw->len);
+
+	if (paylen && (wqe->send_flags & IB_SEND_INLINE)) {
+		memcpy(sroce_pkt_payload(skb),
+		       (u8 *)(wqe + 1) + qp->req.sent, paylen);
+	} else if (paylen) {
+		err = sroce_qp_copy_sges(qp, (const void *)(wqe + 1),
+					 wqe->num_sge, qp->req.sent,
+					 sroce_pkt_payload(skb), paylen, false);
+		if (err) {
+			kfree_skb(skb);
+			while (qp->sq_comp != idx)
+				sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
+			qp->req.next = idx + 1;
+			sroce_qp_complete_send(qp, IB_WC_LOC_PROT_ERR);
+			sroce_qp_error(qp);
+			return err;
+		}
+	}
+
+	if (first)
+		sw->first_psn = psn;
+	qp->req.psn = (psn + npsn) & SROCE_PSN_MASK;
+	qp->req.sent += paylen;
+	if (last) {
+		sw->last_psn = (psn + npsn - 1) & SROCE_PSN_MASK;
+		sw->done = 1;
+		qp->req.next = idx + 1;
+		qp->req.sent = 0;
+		if (sroce_wr_is_rd_atomic(wqe->opcode))
+			qp->req.rd_atomic++;
+	}
+	/* A packet the network drops is the retry timer's to recover. */
+	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
+	return 0;
+}
+
+/**
+ * sroce_req_run - send what the SQ holds, as far as the QP may
+ * @qp: the QP, in RTS, with its lock held
+ *
+ * Return: nothing; requeues the QP's work if it stopped for its budget.
+ */
+void sroce_req_run(struct sroce_qp *qp)
+{
+	int budget = SROCE_REQ_BUDGET;
+	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
+
+	while (qp->attr.qp_state == IB_QPS_RTS && !qp->req.rnr_wait) {
+		struct sroce_send_wqe *wqe;
+		u32 idx = qp->req.next;
+
+		if (idx == qp->sq_cons && !sroce_req_fetch(qp))
+			break;
+		if (qp->attr.qp_state != IB_QPS_RTS)
+			break;
+		wqe = sroce_swqe_copy(qp, idx);
+		if (qp->req.sent == 0) {
+			if (sroce_wr_is_rd_atomic(wqe->opcode) &&
+			    qp->req.rd_atomic >= max_rd)
+				break;
+			if ((wqe->send_flags & IB_SEND_FENCE) &&
+			    qp->req.rd_atomic)
+				break;
+		}
+		if (!budget--) {
+			queue_work(sroce_wq, &qp->work);
+			break;
+		}
+		if (sroce_req_packet(qp, idx))
+			break;
+		if (qp->ibqp.qp_type != IB_QPT_RC)
+			sroce_comp_send_done(qp);
+	}
+}

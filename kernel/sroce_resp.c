@@ -1,0 +1,555 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: the responder - executes incoming requests (SEND into receive
+ * WQEs, RDMA WRITE, RDMA READ, atomics) and acknowledges them.
+ *
+ * Errors follow the IB classes: a request the responder cannot execute is
+ * NAKed (invalid request, remote access, remote operational) and puts the
+ * responder's QP in error; an empty receive queue is an RNR NAK; a PSN gap
+ * is one sequence NAK until the expected PSN arrives.
+ */
+#include "sroce.h"
+
+/* Read response packets made per run of the engine. */
+#define SROCE_RESP_BUDGET 64
+
+/* What a request packet's processing decided. */
+enum sroce_resp_result {
+	SROCE_RESP_OK,		/* done; acknowledge if asked to */
+	SROCE_RESP_DONE,	/* done and answered (read, atomic) */
+	SROCE_RESP_DROP,	/* ignore the packet */
+	SROCE_RESP_RNR,		/* no receive WQE */
+	SROCE_RESP_NAK_INV,	/* invalid request */
+	SROCE_RESP_NAK_ACCESS,	/* remote access error */
+	SROCE_RESP_NAK_OP,	/* remote operational error */
+};
+
+static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
+				      u32 psn, u32 paylen)
+{
+	struct sk_buff *skb;
+
+	skb = sroce_pkt_alloc(to_sdev(qp->ibqp.device), &qp->av, opcode, psn,
+			      paylen);
+	if (skb)
+		((struct sroce_bth *)skb->data)->qpn =
+			cpu_to_be32(qp->attr.dest_qp_num);
+	return skb;
+}
+
+static void sroce_resp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	sroce_pkt_xmit(to_sdev(qp->ibqp.device), &qp->av, qp->sport,
+		       qp->loopback, skb);
+}
+
+static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
+{
+	struct sroce_aeth *aeth = sroce_pkt_hdr(skb, SROCE_OP_AETH);
+
+	aeth->smsn = cpu_to_be32((u32)syndrome << 24 | (msn & 0xffffff));
+}
+
+/* An ACK or NAK for @psn. */
+static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
+{
+	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ACK, psn, 0);
+
+	if (!skb)
+		return;
+	sroce_set_aeth(skb, syndrome, qp->resp.msn);
+	sroce_resp_xmit(qp, skb);
+}
+
+/* Take the next receive WQE into resp.rwqe. Return: false if none. */
+static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
+{
+	u32 prod = sroce_ring_load_prod(&qp->rq);
+
+	if (qp->resp.rwqe_valid)
+		return true;
+	if (prod == qp->rq_cons || prod - qp->rq_cons > qp->rq.num_slots)
+		return false;
+	memcpy(qp->resp.rwqe, sroce_ring_slot(&qp->rq, qp->rq_cons),
+	       qp->rq.slot_size);
+	qp->resp.rwqe_valid = true;
+	qp->resp.offset = 0;
+	return true;
+}
+
+/* Complete resp.rwqe and give its slot back. */
+static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
+				u32 opcode, u32 byte_len, u32 ex, u32 flags,
+				bool solicited)
+{
+	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
+	struct sroce_cqe cqe = {
+		.wr_id = rwqe->wr_id,
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.ex = ex,
+		.qp_num = qp->ibqp.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = flags,
+	};
+
+	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
+	qp->resp.rwqe_valid = false;
+	qp->rq_cons++;
+	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+}
+
+/* Copy payload into resp.rwqe's buffers; map a failure to its result. */
+static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
+					      struct sk_buff *skb)
+{
+	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
+	u32 paylen = SROCE_PKT(skb)->paylen;
+	int err;
+
+	if (!paylen)
+		return SROCE_RESP_OK;
+	if (rwqe->num_sge > qp->cap.max_recv_sge) {
+		sroce_resp_complete(qp, IB_WC_LOC_QP_OP_ERR, IB_WC_RECV,
+				    0, 0, 0, false);
+		return SROCE_RESP_NAK_OP;
+	}
+	err = sroce_qp_copy_sges(qp, (const void *)(rwqe + 1), rwqe->num_sge,
+				 qp->resp.offset, sroce_pkt_payload(skb),
+				 paylen, true);
+	if (err == -ERANGE) {
+		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
+				    0, 0, 0, false);
+		return SROCE_RESP_NAK_INV;
+	}
+	if (err) {
+		sroce_resp_complete(qp, IB_WC_LOC_PROT_ERR, IB_WC_RECV,
+				    0, 0, 0, false);
+		return SROCE_RESP_NAK_OP;
+	}
+	qp->resp.offset += paylen;
+	return SROCE_RESP_OK;
+}
+
+static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
+					      struct sk_buff *skb)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	enum sroce_resp_result res;
+	u32 ex = 0, wc_flags = 0;
+
+	if ((flags & SROCE_OP_FIRST) && !sroce_resp_take_rwqe(qp))
+		return qp->ibqp.qp_type == IB_QPT_RC ? SROCE_RESP_RNR :
+						       SROCE_RESP_DROP;
+	res = sroce_resp_fill(qp, skb);
+	if (res != SROCE_RESP_OK || !(flags & SROCE_OP_LAST))
+		return res;
+
+	if (flags & SROCE_OP_IMM) {
+		memcpy(&ex, sroce_pkt_hdr(skb, SROCE_OP_IMM), sizeof(ex));
+		wc_flags |= SROCE_WC_WITH_IMM;
+	} else if (flags & SROCE_OP_INV) {
+		ex = be32_to_cpu(*(__be32 *)sroce_pkt_hdr(skb, SROCE_OP_INV));
+		wc_flags |= SROCE_WC_WITH_INV;
+	}
+	sroce_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
+			    qp->resp.offset, ex, wc_flags,
+			    ((struct sroce_bth *)skb->data)->flags &
+				    SROCE_BTH_SE);
+	return SROCE_RESP_OK;
+}
+
+static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
+					       struct sk_buff *skb)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	struct sroce_resp *r = &qp->resp;
+	u32 ex;
+
+	if (flags & SROCE_OP_FIRST) {
+		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
+		u32 len = be32_to_cpu(reth->len);
+
+		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
+			return SROCE_RESP_NAK_ACCESS;
+		if (len > SROCE_MAX_MSG_SIZE)
+			return SROCE_RESP_NAK_INV;
+		r->va = be64_to_cpu(reth->va);
+		r->resid = len;
+		r->wlen = len;
+		if (len) {
+			r->mr = sroce_mr_get(sdev, qp->ibqp.pd,
+					     be32_to_cpu(reth->rkey), r->va,
+					     len, IB_ACCESS_REMOTE_WRITE);
+			if (IS_ERR(r->mr)) {
+				r->mr = NULL;
+				return SROCE_RESP_NAK_ACCESS;
+			}
+		}
+	}
+	if (pkt->paylen > r->resid ||
+	    (!(flags & SROCE_OP_LAST) && pkt->paylen != qp->mtu) ||
+	    ((flags & SROCE_OP_LAST) && pkt->paylen != r->resid))
+		return SROCE_RESP_NAK_INV;
+	/* With immediate data the last packet needs a receive WQE: first. */
+	if ((flags & SROCE_OP_IMM) && !sroce_resp_take_rwqe(qp))
+		return qp->ibqp.qp_type == IB_QPT_RC ? SROCE_RESP_RNR :
+						       SROCE_RESP_DROP;
+	if (pkt->paylen) {
+		sroce_mr_copy(r->mr, r->va, sroce_pkt_payload(skb),
+			      pkt->paylen, true);
+		r->va += pkt->paylen;
+		r->resid -= pkt->paylen;
+	}
+	if (!(flags & SROCE_OP_LAST))
+		return SROCE_RESP_OK;
+
+	if (r->mr) {
+		sroce_mr_put(r->mr);
+		r->mr = NULL;
+	}
+	if (flags & SROCE_OP_IMM) {
+		memcpy(&ex, sroce_pkt_hdr(skb, SROCE_OP_IMM), sizeof(ex));
+		sroce_resp_complete(qp, IB_WC_SUCCESS,
+				    IB_WC_RECV_RDMA_WITH_IMM, r->wlen,
+				    ex, SROCE_WC_WITH_IMM,
+				    ((struct sroce_bth *)skb->data)->flags &
+					    SROCE_BTH_SE);
+	}
+	return SROCE_RESP_OK;
+}
+
+/*
+ * Make up to a budget of the responses of the READ in resp.read_*;
+ * Return: true when all are sent.
+ */
+static bool sroce_resp_read_more(struct sroce_qp *qp)
+{
+	struct sroce_resp *r = &qp->resp;
+	int budget = SROCE_RESP_BUDGET;
+
+	while (r->read_left && budget--) {
+		bool first = r->read_sent == 0;
+		u32 paylen = min(r->read_left, qp->mtu);
+		bool last = r->read_left <= qp->mtu;
+		struct sk_buff *skb;
+		u8 op;
+
+		if (first)
+			op = last ? SROCE_RC_READ_RESP_ONLY :
+				    SROCE_RC_READ_RESP_FIRST;
+		else
+			op = last ? SROCE_RC_READ_RESP_LAST :
+				    SROCE_RC_READ_RESP_MIDDLE;
+		skb = sroce_resp_pkt(qp, op, r->read_psn, paylen);
+		if (!skb)
+			return false;
+		if (sroce_opinfo[op].flags & SROCE_OP_AETH)
+			sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, r->msn);
+		sroce_mr_copy(r->read_mr, r->read_va, sroce_pkt_payload(skb),
+			      paylen, false);
+		sroce_resp_xmit(qp, skb);
+		r->read_psn = (r->read_psn + 1) & SROCE_PSN_MASK;
+		r->read_va += paylen;
+		r->read_left -= paylen;
+		r->read_sent += paylen;
+	}
+	if (r->read_left)
+		return false;
+	sroce_mr_put(r->read_mr);
+	r->read_mr = NULL;
+	return true;
+}
+
+/* A zero-length READ: one response, no memory touched. */
+static void sroce_resp_read_empty(struct sroce_qp *qp, u32 psn)
+{
+	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_READ_RESP_ONLY, psn,
+					     0);
+
+	if (!skb)
+		return;
+	sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, qp->resp.msn);
+	sroce_resp_xmit(qp, skb);
+}
+
+/* A READ request (@dup: a duplicate, answered again from memory). */
+static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
+					      struct sk_buff *skb, bool dup)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
+	u32 len = be32_to_cpu(reth->len), psn = SROCE_PKT(skb)->psn;
+	struct sroce_resp *r = &qp->resp;
+	struct sroce_mr *mr = NULL;
+
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
+		return SROCE_RESP_NAK_ACCESS;
+	if (len > SROCE_MAX_MSG_SIZE)
+		return SROCE_RESP_NAK_INV;
+	if (len) {
+		mr = sroce_mr_get(sdev, qp->ibqp.pd, be32_to_cpu(reth->rkey),
+				  be64_to_cpu(reth->va), len,
+				  IB_ACCESS_REMOTE_READ);
+		if (IS_ERR(mr))
+			return SROCE_RESP_NAK_ACCESS;
+	}
+	if (!dup) {
+		r->msn++;
+		r->epsn = (psn + max_t(u32, 1, DIV_ROUND_UP(len, qp->mtu))) &
+			  SROCE_PSN_MASK;
+	}
+	if (!len) {
+		sroce_resp_read_empty(qp, psn);
+		return SROCE_RESP_DONE;
+	}
+	r->read_mr = mr;
+	r->read_va = be64_to_cpu(reth->va);
+	r->read_left = len;
+	r->read_sent = 0;
+	r->read_psn = psn;
+	sroce_resp_read_more(qp);
+	return SROCE_RESP_DONE;
+}
+
+static void sroce_resp_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
+{
+	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ATOMIC_ACK, psn, 0);
+	struct sroce_atmack *ack;
+
+	if (!skb)
+		return;
+	sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, qp->resp.msn);
+	ack = sroce_pkt_hdr(skb, SROCE_OP_ATMACK);
+	ack->orig = cpu_to_be64(orig);
+	sroce_resp_xmit(qp, skb);
+}
+
+static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
+						struct sk_buff *skb)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
+	u64 va = be64_to_cpu(a->va);
+	u32 psn = SROCE_PKT(skb)->psn;
+	struct sroce_mr *mr;
+	u64 orig;
+
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
+		return SROCE_RESP_NAK_ACCESS;
+	if (va & 7)
+		return SROCE_RESP_NAK_INV;
+	mr = sroce_mr_get(sdev, qp->ibqp.pd, be32_to_cpu(a->rkey), va, 8,
+			  IB_ACCESS_REMOTE_ATOMIC);
+	if (IS_ERR(mr))
+		return SROCE_RESP_NAK_ACCESS;
+	if (SROCE_PKT(skb)->opcode == SROCE_RC_CMP_SWAP)
+		orig = sroce_mr_atomic(mr, va, be64_to_cpu(a->compare),
+				       be64_to_cpu(a->swap_add), true);
+	else
+		orig = sroce_mr_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
+				       false);
+	sroce_mr_put(mr);
+
+	qp->resp.msn++;
+	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;
+	qp->resp.atomic_psn = psn;
+	qp->resp.atomic_orig = orig;
+	qp->resp.atomic_valid = true;
+	sroce_resp_atomic_ack(qp, psn, orig);
+	return SROCE_RESP_DONE;
+}
+
+/* A request with a PSN before the expected one: answer it again. */
+static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	u8 opcode = SROCE_PKT(skb)->opcode;
+	u32 psn = SROCE_PKT(skb)->psn;
+
+	if (opcode == SROCE_RC_READ_REQ) {
+		if (!qp->resp.read_left &&
+		    sroce_resp_read(qp, skb, true) != SROCE_RESP_DONE)
+			return;
+		return;
+	}
+	if (sroce_opinfo[opcode].flags & SROCE_OP_ATOMIC) {
+		if (qp->resp.atomic_valid && qp->resp.atomic_psn == psn)
+			sroce_resp_atomic_ack(qp, psn, qp->resp.atomic_orig);
+		return;
+	}
+	sroce_resp_ack(qp, (qp->resp.epsn - 1) & SROCE_PSN_MASK,
+		       SROCE_AETH_ACK_UNLIMITED);
+}
+
+/* Is @opcode of the QP's transport (RC 0x00, UC 0x20, UD 0x60)? */
+static bool sroce_resp_transport_ok(struct sroce_qp *qp, u8 opcode)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_RC:
+		return (opcode & 0xe0) == 0;
+	case IB_QPT_UC:
+		return (opcode & 0xe0) == SROCE_UC;
+	default:
+		return (opcode & 0xe0) == 0x60;
+	}
+}
+
+/* Abandon the message in progress (UC after a PSN gap, or errors). */
+static void sroce_resp_abort_msg(struct sroce_qp *qp)
+{
+	qp->resp.opcode = -1;
+	qp->resp.offset = 0;
+	if (qp->resp.mr) {
+		sroce_mr_put(qp->resp.mr);
+		qp->resp.mr = NULL;
+	}
+}
+
+/* Does @opcode continue (or legally start) the message in progress? */
+static bool sroce_resp_in_sequence(struct sroce_qp *qp, u16 flags)
+{
+	u16 kind = SROCE_OP_SEND | SROCE_OP_WRITE;
+	u16 prev;
+
+	if (qp->resp.opcode < 0)
+		return flags & SROCE_OP_FIRST;
+	prev = sroce_opinfo[qp->resp.opcode].flags;
+	return !(flags & SROCE_OP_FIRST) && (flags & kind) == (prev & kind);
+}
+
+static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
+			      enum sroce_resp_result res)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	u8 nak;
+
+	switch (res) {
+	case SROCE_RESP_OK:
+		qp->resp.epsn = (pkt->psn + 1) & SROCE_PSN_MASK;
+		if (sroce_opinfo[pkt->opcode].flags & SROCE_OP_LAST) {
+			qp->resp.msn++;
+			qp->resp.opcode = -1;
+			qp->resp.offset = 0;
+		} else {
+			qp->resp.opcode = pkt->opcode;
+		}
+		if (rc && (be32_to_cpu(((struct sroce_bth *)skb->data)->apsn) &
+			   SROCE_BTH_ACKREQ))
+			sroce_resp_ack(qp, pkt->psn, SROCE_AETH_ACK_UNLIMITED);
+		return;
+	case SROCE_RESP_DONE:
+		qp->resp.opcode = -1;
+		return;
+	case SROCE_RESP_DROP:
+		sroce_resp_abort_msg(qp);
+		return;
+	case SROCE_RESP_RNR:
+		sroce_resp_ack(qp, pkt->psn,
+			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
+		return;
+	case SROCE_RESP_NAK_INV:
+		nak = SROCE_NAK_INVALID_REQ;
+		break;
+	case SROCE_RESP_NAK_ACCESS:
+		nak = SROCE_NAK_REM_ACCESS;
+		break;
+	default:
+		nak = SROCE_NAK_REM_OP;
+		break;
+	}
+	/* Class C errors: NAK, then the responder's QP is in error. */
+	sroce_resp_abort_msg(qp);
+	if (rc)
+		sroce_resp_ack(qp, pkt->psn, SROCE_AETH_NAK | nak);
+	sroce_qp_error(qp);
+}
+
+/**
+ * sroce_resp_rcv - a request packet arrived
+ * @qp: the QP, its lock held
+ * @skb: the packet (the caller frees it)
+ */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	enum sroce_resp_result res;
+
+	switch (qp->attr.qp_state) {
+	case IB_QPS_RTR:
+	case IB_QPS_RTS:
+	case IB_QPS_SQD:
+	case IB_QPS_SQE:
+		break;
+	default:
+		return;
+	}
+	if (!sroce_resp_transport_ok(qp, pkt->opcode) ||
+	    qp->ibqp.qp_type == IB_QPT_UD)
+		return;
+
+	if (pkt->psn != qp->resp.epsn) {
+		if (qp->ibqp.qp_type == IB_QPT_UC) {
+			/* UC: drop the broken message, resync on a first. */
+			sroce_resp_abort_msg(qp);
+			if (!(flags & SROCE_OP_FIRST))
+				return;
+			qp->resp.epsn = pkt->psn;
+		} else if (sroce_psn_before(pkt->psn, qp->resp.epsn)) {
+			sroce_resp_duplicate(qp, skb);
+			return;
+		} else {
+			if (!qp->resp.nak_sent)
+				sroce_resp_ack(qp, qp->resp.epsn,
+					       SROCE_AETH_NAK |
+						       SROCE_NAK_PSN_SEQ);
+			qp->resp.nak_sent = true;
+			return;
+		}
+	}
+	qp->resp.nak_sent = false;
+
+	if (!sroce_resp_in_sequence(qp, flags)) {
+		if (qp->ibqp.qp_type == IB_QPT_UC) {
+			sroce_resp_abort_msg(qp);
+			return;
+		}
+		sroce_resp_result(qp, skb, SROCE_RESP_NAK_INV);
+		return;
+	}
+
+	if (flags & SROCE_OP_SEND)
+		res = sroce_resp_send(qp, skb);
+	else if (flags & SROCE_OP_WRITE)
+		res = sroce_resp_write(qp, skb);
+	else if (flags & SROCE_OP_READ)
+		res = sroce_resp_read(qp, skb, false);
+	else
+		res = sroce_resp_atomic(qp, skb);
+	sroce_resp_result(qp, skb, res);
+}
+
+/* Continue a READ's responses. Return: true when none are left. */
+bool sroce_resp_continue(struct sroce_qp *qp)
+{
+	return !qp->resp.read_left || sroce_resp_read_more(qp);
+}
+
+/* Drop everything in progress (the QP goes to RESET or error). */
+void sroce_resp_reset(struct sroce_qp *qp)
+{
+	sroce_resp_abort_msg(qp);
+	if (qp->resp.read_mr) {
+		sroce_mr_put(qp->resp.read_mr);
+		qp->resp.read_mr = NULL;
+	}
+	qp->resp.read_left = 0;
+	qp->resp.rwqe_valid = false;
+	qp->resp.nak_sent = false;
+	qp->resp.atomic_valid = false;
+}
