@@ -29,23 +29,35 @@ static u32 sroce_wc_opcode(u32 wr_opcode)
 	}
 }
 
+/* READ and atomics complete by their response, not by an ACK. */
+static bool sroce_needs_response(u32 wr_opcode)
+{
+	return wr_opcode == IB_UVERBS_WR_RDMA_READ ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
+}
+
 /* Publish the SQ's consumer index: the slots of completed WQEs are free. */
 static void sroce_sq_publish(struct sroce_qp *qp)
 {
 	sroce_ring_store_cons(&qp->sq, qp->sq_comp);
 }
 
-/* Complete the oldest send WQE (sq_comp) with @status. */
+/*
+ * Complete the oldest send WQE (sq_comp) with @status. Its ring slot is
+ * released before the completion is visible, so that an application that
+ * polls the completion can post into the slot at once.
+ */
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 {
 	u32 idx = qp->sq_comp;
 	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
 	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
 
-	if (sw->done && (wqe->opcode == IB_UVERBS_WR_RDMA_READ ||
-			 wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-			 wqe->opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD))
+	if (sw->done && sroce_needs_response(wqe->opcode))
 		qp->req.rd_atomic--;
+	qp->sq_comp = idx + 1;
+	sroce_sq_publish(qp);
 	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
 	    (wqe->send_flags & IB_SEND_SIGNALED)) {
 		struct sroce_cqe cqe = {
@@ -58,8 +70,6 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 
 		sroce_cq_post(to_scq(qp->ibqp.send_cq), &cqe, false);
 	}
-	qp->sq_comp = idx + 1;
-	sroce_sq_publish(qp);
 	qp->req.retries = qp->attr.retry_cnt;
 	qp->req.rnr_retries = qp->attr.rnr_retry;
 }
@@ -80,13 +90,6 @@ static struct sroce_swqe *sroce_oldest(struct sroce_qp *qp,
 		return NULL;
 	*wqe = sroce_swqe_copy(qp, qp->sq_comp);
 	return &qp->swqe[qp->sq_comp & (qp->sq.num_slots - 1)];
-}
-
-static bool sroce_needs_response(u32 wr_opcode)
-{
-	return wr_opcode == IB_UVERBS_WR_RDMA_READ ||
-	       wr_opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       wr_opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 /* An ACK of every PSN up to @psn completes the WQEs it covers. */

@@ -250,10 +250,13 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_MAX_QPN)
 		return -EINVAL;
+	/* Applications commonly pass local write and MW bind too. */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
-	    (attr->qp_access_flags & ~(IB_ACCESS_REMOTE_WRITE |
+	    (attr->qp_access_flags & ~(IB_ACCESS_LOCAL_WRITE |
+				       IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
-				       IB_ACCESS_REMOTE_ATOMIC)))
+				       IB_ACCESS_REMOTE_ATOMIC |
+				       IB_ACCESS_MW_BIND)))
 		return -EINVAL;
 	if ((mask & IB_QP_CAP) && sroce_qp_check_cap(&attr->cap))
 		return -EINVAL;
@@ -486,24 +489,17 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 
 	if (prod - *cons > ring->num_slots)
 		*cons = prod;
-	for (; *cons != prod; (*cons)++) {
+	while (*cons != prod) {
 		const void *slot = sroce_ring_slot(ring, *cons);
 
-		if (send) {
-			const struct sroce_send_wqe *wqe = slot;
-
-			cqe.wr_id = READ_ONCE(wqe->wr_id);
-			cqe.opcode = IB_UVERBS_WC_SEND;
-		} else {
-			const struct sroce_recv_wqe *wqe = slot;
-
-			cqe.wr_id = READ_ONCE(wqe->wr_id);
-			cqe.opcode = IB_WC_RECV;
-		}
+		/* Both WQE layouts start with wr_id. */
+		cqe.wr_id = READ_ONCE(((const struct sroce_recv_wqe *)slot)->wr_id);
+		cqe.opcode = send ? IB_UVERBS_WC_SEND : IB_WC_RECV;
+		(*cons)++;
+		sroce_ring_store_cons(ring, *cons);
 		if (sroce_cq_post(cq, &cqe, false))
 			break;
 	}
-	sroce_ring_store_cons(ring, *cons);
 }
 
 /* In the error state: complete everything posted with WR_FLUSH_ERR. */
@@ -531,10 +527,11 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		if (sroce_cq_post(rcq, &cqe, false))
-			return;
 		qp->resp.rwqe_valid = false;
 		qp->rq_cons++;
+		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+		if (sroce_cq_post(rcq, &cqe, false))
+			return;
 	}
 	sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }

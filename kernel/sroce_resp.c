@@ -94,10 +94,11 @@ static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
 		.wc_flags = flags,
 	};
 
-	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
+	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
 	qp->rq_cons++;
 	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
 }
 
 /* Copy payload into resp.rwqe's buffers; map a failure to its result. */
