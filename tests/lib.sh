@@ -3,6 +3,7 @@
 # says what was expected and what came back.
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 check=$repo/tests/bin/sroce-check
+xfer=$repo/tests/bin/sroce-xfer
 export RDMAV_DRIVERS=$repo/userspace/libsroce
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -50,3 +51,14 @@ remove_all_links() {
 }
 
 port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+
+# xfer_all DEV TYPE MTU TEST...: run sroce-xfer tests, fail with their output
+xfer_all() {
+	local dev=$1 type=$2 mtu=$3 t out bad=
+	shift 3
+	for t in "$@"; do
+		out=$(timeout 120 "$xfer" "$dev" "$t" "$type" "$mtu" 2>&1) ||
+			bad+="$t ($type, mtu $mtu): $out"$'\n'
+	done
+	[ -z "$bad" ] || fail "$bad"
+}

@@ -1,0 +1,25 @@
+# perftest over sroce0 (short runs, client and server in the VM): write,
+# read, send and atomic bandwidth, write and send latency, MTU 1024 and 4096.
+. "$(dirname "$0")/../lib.sh"
+trap 'ip link set eth0 mtu 1500' EXIT
+ip link set eth0 mtu 9000
+link_add sroce0 eth0
+pair() {
+	local srv port=$((19000 + RANDOM % 1000))
+	srv=$(mktemp)
+	timeout 90 "$@" -p $port > "$srv" 2>&1 &
+	local pid=$!
+	sleep 1.5
+	out=$(timeout 90 "$@" -p $port localhost 2>&1) ||
+		fail "$* client: $out"$'\n'"server: $(cat "$srv")"
+	wait $pid || fail "$* server: $(cat "$srv")"
+	rm -f "$srv"
+}
+for mtu in 1024 4096; do
+	pair ib_write_bw -d sroce0 -x 1 -m $mtu -n 100 -s 65536
+	pair ib_read_bw -d sroce0 -x 1 -m $mtu -n 100 -s 65536
+	pair ib_send_bw -d sroce0 -x 1 -m $mtu -n 100 -s 65536
+	pair ib_atomic_bw -d sroce0 -x 1 -m $mtu -n 100
+	pair ib_write_lat -d sroce0 -x 1 -m $mtu -n 100
+	pair ib_send_lat -d sroce0 -x 1 -m $mtu -n 100
+done

@@ -1,0 +1,21 @@
+# ibverbs-utils over sroce0 (client and server in the VM, data checked with
+# -c): ibv_rc_pingpong and ibv_uc_pingpong, at MTU 1024 and 4096.
+. "$(dirname "$0")/../lib.sh"
+trap 'ip link set eth0 mtu 1500' EXIT
+ip link set eth0 mtu 9000
+link_add sroce0 eth0
+pair() { # PROGRAM ARGS...: server and client; both must succeed
+	local srv port=$((18000 + RANDOM % 1000))
+	srv=$(mktemp)
+	timeout 60 "$@" -p $port > "$srv" 2>&1 &
+	local pid=$!
+	sleep 1
+	out=$(timeout 60 "$@" -p $port localhost 2>&1) ||
+		fail "$* client: $out"$'\n'"server: $(cat "$srv")"
+	wait $pid || fail "$* server: $(cat "$srv")"
+	rm -f "$srv"
+}
+for mtu in 1024 4096; do
+	pair ibv_rc_pingpong -d sroce0 -g 1 -n 200 -s 10000 -m $mtu -c
+	pair ibv_uc_pingpong -d sroce0 -g 1 -n 200 -s 4000 -m $mtu -c
+done

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-xfer: moves data between two QPs of one device (the packets loop
+// back through sroce's RoCEv2 path) and checks the bytes that arrived and
+// the completions, as an application would.
+//
+//   sroce-xfer DEV TEST [QP_TYPE] [MTU]
+//
+// TEST is one of the names in the table at the bottom; QP_TYPE is rc
+// (default) or uc; MTU is 256..4096 (default 1024).
+#include <infiniband/verbs.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+const size_t kBuf = 1 << 20;
+
+// One side: a QP with its CQ and a registered buffer.
+struct Side {
+	ibv_pd *pd = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = nullptr;
+	ibv_mr *mr = nullptr;
+	std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+};
+
+struct Pair {
+	ibv_context *ctx = nullptr;
+	ibv_qp_type type = IBV_QPT_RC;
+	ibv_mtu mtu = IBV_MTU_1024;
+	int rnr_retry = 7;
+	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	Side a, b;
+};
+
+bool setup_side(Pair &p, Side &s)
+{
+	s.pd = ibv_alloc_pd(p.ctx);
+	s.cq = ibv_create_cq(p.ctx, 256, nullptr, nullptr, 0);
+	s.mr = ibv_reg_mr(s.pd, s.buf.data(), s.buf.size(),
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC);
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = s.cq;
+	ia.qp_type = p.type;
+	ia.cap = { 64, 64, 4, 4, 256 };
+	if (s.pd && s.cq)
+		s.qp = ibv_create_qp(s.pd, &ia);
+	CHECK(s.pd && s.cq && s.mr && s.qp, "setting up a QP: %s",
+	      strerror(errno));
+	return s.pd && s.cq && s.mr && s.qp;
+}
+
+bool connect(Pair &p, Side &s, const Side &peer)
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = p.remote_access;
+	int ret = ibv_modify_qp(s.qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = p.mtu;
+	a.dest_qp_num = peer.qp->qp_num;
+	a.rq_psn = peer.qp->qp_num * 7 & 0xffffff;
+	a.max_dest_rd_atomic = 8;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (p.type == IBV_QPT_RC)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = s.qp->qp_num * 7 & 0xffffff;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = p.rnr_retry;
+	a.max_rd_atomic = 8;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (p.type == IBV_QPT_RC)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	CHECK(ret == 0, "connecting QP 0x%x: %s", s.qp->qp_num, strerror(ret));
+	return ret == 0;
+}
+
+bool setup(Pair &p)
+{
+	return setup_side(p, p.a) && setup_side(p, p.b) &&
+	       connect(p, p.a, p.b) && connect(p, p.b, p.a);
+}
+
+void teardown(Pair &p)
+{
+	for (Side *s : { &p.a, &p.b }) {
+		if (s->qp)
+			CHECK(ibv_destroy_qp(s->qp) == 0, "destroy QP");
+		if (s->mr)
+			CHECK(ibv_dereg_mr(s->mr) == 0, "dereg MR");
+		if (s->cq)
+			CHECK(ibv_destroy_cq(s->cq) == 0, "destroy CQ");
+		if (s->pd)
+			CHECK(ibv_dealloc_pd(s->pd) == 0, "dealloc PD");
+	}
+}
+
+// Waits up to 10 s for one completion on @s's CQ.
+bool poll_one(Side &s, ibv_wc &wc)
+{
+	for (int i = 0; i < 10000; i++) {
+		int n = ibv_poll_cq(s.cq, 1, &wc);
+		if (n == 1)
+			return true;
+		CHECK(n == 0, "ibv_poll_cq returned %d", n);
+		usleep(1000);
+	}
+	CHECK(false, "no completion within 10 s on QP 0x%x", s.qp->qp_num);
+	return false;
+}
+
+void fill(Side &s, size_t off, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		s.buf[off + i] = uint8_t(seed + i * 7 + (i >> 8));
+}
+
+bool same(const Side &x, size_t xo, const Side &y, size_t yo, size_t len)
+{
+	return !memcmp(&x.buf[xo], &y.buf[yo], len);
+}
+
+int post_recv(Side &s, size_t off, uint32_t len, uint64_t id)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[off]), len, s.mr->lkey };
+	ibv_recv_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ibv_post_recv(s.qp, &wr, &bad);
+}
+
+int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
+	      uint64_t id, uint64_t raddr = 0, uint32_t rkey = 0,
+	      unsigned flags = IBV_SEND_SIGNALED, uint32_t lkey = 0)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[off]), len, lkey ? lkey : s.mr->lkey };
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	wr.imm_data = htonl(0x12345678);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(s.qp, &wr, &bad);
+}
+
+uint64_t remote(const Side &s, size_t off)
+{
+	return uintptr_t(&s.buf[off]);
+}
+
+// A completion with the given fields, else a failure that says which.
+void expect_wc(Side &s, uint64_t id, ibv_wc_status status, int opcode = -1,
+	       int64_t len = -1)
+{
+	ibv_wc wc{};
+	if (!poll_one(s, wc))
+		return;
+	CHECK(wc.wr_id == id && wc.status == status,
+	      "completion wr_id %llu status %s, expected wr_id %llu status %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      (unsigned long long)id, ibv_wc_status_str(status));
+	if (status == IBV_WC_SUCCESS && opcode >= 0)
+		CHECK(wc.opcode == opcode, "opcode %d, expected %d", wc.opcode,
+		      opcode);
+	if (status == IBV_WC_SUCCESS && len >= 0)
+		CHECK(wc.byte_len == uint32_t(len), "byte_len %u, expected %lld",
+		      wc.byte_len, (long long)len);
+	if (status == IBV_WC_SUCCESS)
+		CHECK(wc.qp_num == s.qp->qp_num, "qp_num 0x%x", wc.qp_num);
+}
+
+// SEND of several sizes, one and many packets, and zero bytes.
+void t_send(Pair &p)
+{
+	for (uint32_t len : { 0u, 1u, 100u, 1024u, 1025u, 4096u, 65536u,
+			      300000u }) {
+		fill(p.a, 0, len, uint8_t(len));
+		memset(&p.b.buf[0], 0, len + 16);
+		CHECK(post_recv(p.b, 0, len + 16, 10) == 0, "post_recv");
+		CHECK(post_send(p.a, IBV_WR_SEND, 0, len, 20) == 0, "post_send");
+		expect_wc(p.a, 20, IBV_WC_SUCCESS, IBV_WC_SEND);
+		ibv_wc wc{};
+		if (poll_one(p.b, wc)) {
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 10 &&
+				      wc.opcode == IBV_WC_RECV &&
+				      wc.byte_len == len &&
+				      !(wc.wc_flags & IBV_WC_WITH_IMM) &&
+				      wc.src_qp == p.a.qp->qp_num,
+			      "recv of %u: status %s byte_len %u flags 0x%x", len,
+			      ibv_wc_status_str(wc.status), wc.byte_len,
+			      wc.wc_flags);
+		}
+		CHECK(same(p.a, 0, p.b, 0, len), "%u bytes sent differ", len);
+	}
+}
+
+void t_send_imm(Pair &p)
+{
+	fill(p.a, 0, 3000, 3);
+	CHECK(post_recv(p.b, 0, 4096, 11) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND_WITH_IMM, 0, 3000, 21) == 0, "post");
+	expect_wc(p.a, 21, IBV_WC_SUCCESS, IBV_WC_SEND);
+	ibv_wc wc{};
+	if (poll_one(p.b, wc))
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+			      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+			      wc.imm_data == htonl(0x12345678),
+		      "status %s len %u flags 0x%x imm 0x%x",
+		      ibv_wc_status_str(wc.status), wc.byte_len, wc.wc_flags,
+		      ntohl(wc.imm_data));
+	CHECK(same(p.a, 0, p.b, 0, 3000), "data differs");
+}
+
+void t_inline(Pair &p)
+{
+	fill(p.a, 0, 200, 9);
+	CHECK(post_recv(p.b, 0, 256, 12) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 200, 22,
+			0, 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE) == 0,
+	      "post inline send");
+	// The buffer may change once posted: the data went with the WR.
+	memset(&p.a.buf[0], 0xee, 200);
+	expect_wc(p.a, 22, IBV_WC_SUCCESS, IBV_WC_SEND);
+	expect_wc(p.b, 12, IBV_WC_SUCCESS, IBV_WC_RECV, 200);
+	fill(p.a, 0, 200, 9);
+	CHECK(same(p.a, 0, p.b, 0, 200), "inline data differs");
+}
+
+void t_write(Pair &p)
+{
+	for (uint32_t len : { 0u, 8u, 1024u, 5000u, 200000u }) {
+		fill(p.a, 4096, len, uint8_t(len + 1));
+		memset(&p.b.buf[8192], 0, len + 1);
+		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 4096, len, 30,
+				remote(p.b, 8192), p.b.mr->rkey) == 0, "post");
+		expect_wc(p.a, 30, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+		CHECK(same(p.a, 4096, p.b, 8192, len), "%u written bytes differ",
+		      len);
+		CHECK(p.b.buf[8192 + len] == 0, "wrote past the end");
+	}
+}
+
+void t_write_imm(Pair &p)
+{
+	fill(p.a, 0, 2500, 5);
+	CHECK(post_recv(p.b, 0, 0, 13) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 2500, 31,
+			remote(p.b, 10000), p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 31, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	ibv_wc wc{};
+	if (poll_one(p.b, wc))
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 13 &&
+			      wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+			      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+			      wc.imm_data == htonl(0x12345678),
+		      "status %s opcode %d flags 0x%x",
+		      ibv_wc_status_str(wc.status), wc.opcode, wc.wc_flags);
+	CHECK(same(p.a, 0, p.b, 10000, 2500), "written bytes differ");
+}
+
+void t_read(Pair &p)
+{
+	for (uint32_t len : { 0u, 8u, 1024u, 1500u, 70000u, 500000u }) {
+		fill(p.b, 20000, len, uint8_t(len + 2));
+		memset(&p.a.buf[0], 0, len + 1);
+		CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, len, 40,
+				remote(p.b, 20000), p.b.mr->rkey) == 0, "post");
+		expect_wc(p.a, 40, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, len);
+		CHECK(same(p.a, 0, p.b, 20000, len), "%u read bytes differ",
+		      len);
+		CHECK(p.a.buf[len] == 0, "read past the end");
+	}
+}
+
+void post_atomic(Side &s, ibv_wr_opcode op, uint64_t id, uint64_t raddr,
+		 uint32_t rkey, uint64_t cmp_add, uint64_t swap)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[0]), 8, s.mr->lkey };
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	CHECK(ibv_post_send(s.qp, &wr, &bad) == 0, "post atomic");
+}
+
+void t_atomic(Pair &p)
+{
+	uint64_t v = 1000, got;
+	memcpy(&p.b.buf[64], &v, 8);
+	post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 50, remote(p.b, 64),
+		    p.b.mr->rkey, 42, 0);
+	expect_wc(p.a, 50, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD);
+	memcpy(&got, &p.a.buf[0], 8);
+	CHECK(got == 1000, "fetch-add returned %llu", (unsigned long long)got);
+	memcpy(&got, &p.b.buf[64], 8);
+	CHECK(got == 1042, "after fetch-add %llu", (unsigned long long)got);
+
+	post_atomic(p.a, IBV_WR_ATOMIC_CMP_AND_SWP, 51, remote(p.b, 64),
+		    p.b.mr->rkey, 1042, 7);
+	expect_wc(p.a, 51, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP);
+	memcpy(&got, &p.a.buf[0], 8);
+	CHECK(got == 1042, "cmp-swap returned %llu", (unsigned long long)got);
+	memcpy(&got, &p.b.buf[64], 8);
+	CHECK(got == 7, "after a matching cmp-swap %llu",
+	      (unsigned long long)got);
+
+	post_atomic(p.a, IBV_WR_ATOMIC_CMP_AND_SWP, 52, remote(p.b, 64),
+		    p.b.mr->rkey, 99, 5);
+	expect_wc(p.a, 52, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP);
+	memcpy(&got, &p.b.buf[64], 8);
+	CHECK(got == 7, "a failed cmp-swap changed memory to %llu",
+	      (unsigned long long)got);
+}
+
+// Many WRs in flight, completions in order, every byte right.
+void t_stream(Pair &p)
+{
+	const int n = 48;
+	for (int i = 0; i < n; i++)
+		CHECK(post_recv(p.b, i * 4096, 4096, 100 + i) == 0, "post_recv");
+	for (int i = 0; i < n; i++) {
+		fill(p.a, i * 4096, 3000 + i, uint8_t(i));
+		CHECK(post_send(p.a, IBV_WR_SEND, i * 4096, 3000 + i, 200 + i) ==
+			      0,
+		      "post_send %d", i);
+	}
+	for (int i = 0; i < n; i++)
+		expect_wc(p.a, 200 + i, IBV_WC_SUCCESS, IBV_WC_SEND);
+	for (int i = 0; i < n; i++) {
+		expect_wc(p.b, 100 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 3000 + i);
+		CHECK(same(p.a, i * 4096, p.b, i * 4096, 3000 + i),
+		      "message %d differs", i);
+	}
+}
+
+// A bad rkey: REM_ACCESS_ERR, nothing written, the QP in error.
+void t_err_rkey(Pair &p)
+{
+	memset(&p.b.buf[0], 0, 64);
+	fill(p.a, 0, 64, 1);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 60, remote(p.b, 0),
+			p.b.mr->rkey ^ 0x80) == 0, "post");
+	expect_wc(p.a, 60, IBV_WC_REM_ACCESS_ERR);
+	for (int i = 0; i < 64; i++)
+		if (p.b.buf[i]) {
+			CHECK(false, "a write with a bad rkey changed memory");
+			break;
+		}
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+	ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, &ia);
+	CHECK(a.qp_state == IBV_QPS_ERR, "requester state %d after the error",
+	      a.qp_state);
+}
+
+// Beyond the MR's end: REM_ACCESS_ERR.
+void t_err_bounds(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 4096, 61,
+			remote(p.b, kBuf - 100), p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 61, IBV_WC_REM_ACCESS_ERR);
+}
+
+// The responder QP does not allow remote writes: REM_ACCESS_ERR.
+void t_err_qp_access(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 16, 62, remote(p.b, 0),
+			p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 62, IBV_WC_REM_ACCESS_ERR);
+}
+
+// A local SGE whose MR is in another PD: LOC_PROT_ERR.
+void t_err_lkey_pd(Pair &p)
+{
+	CHECK(post_recv(p.b, 0, 4096, 14) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 64, 63, 0, 0, IBV_SEND_SIGNALED,
+			p.b.mr->lkey) == 0, "post");
+	expect_wc(p.a, 63, IBV_WC_LOC_PROT_ERR);
+}
+
+// A receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here.
+void t_err_recv_len(Pair &p)
+{
+	CHECK(post_recv(p.b, 0, 100, 15) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 200, 64) == 0, "post");
+	expect_wc(p.a, 64, IBV_WC_REM_INV_REQ_ERR);
+	expect_wc(p.b, 15, IBV_WC_LOC_LEN_ERR);
+}
+
+// No receive posted and no RNR retries: RNR_RETRY_EXC_ERR.
+void t_err_rnr(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 10, 65) == 0, "post");
+	expect_wc(p.a, 65, IBV_WC_RNR_RETRY_EXC_ERR);
+}
+
+// A receive posted late is found by the RNR retry.
+void t_rnr_retry(Pair &p)
+{
+	fill(p.a, 0, 500, 4);
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 500, 66) == 0, "post");
+	usleep(20000);
+	CHECK(post_recv(p.b, 0, 1000, 16) == 0, "post_recv");
+	expect_wc(p.b, 16, IBV_WC_SUCCESS, IBV_WC_RECV, 500);
+	expect_wc(p.a, 66, IBV_WC_SUCCESS, IBV_WC_SEND);
+	CHECK(same(p.a, 0, p.b, 0, 500), "data differs");
+}
+
+struct Test {
+	const char *name;
+	void (*fn)(Pair &);
+	void (*tweak)(Pair &);
+	bool uc;	// also meaningful on UC
+};
+
+void no_remote_write(Pair &p)
+{
+	p.remote_access = IBV_ACCESS_REMOTE_READ;
+}
+
+void no_rnr_retry(Pair &p)
+{
+	p.rnr_retry = 0;
+}
+
+const Test tests[] = {
+	{ "send", t_send, nullptr, true },
+	{ "send_imm", t_send_imm, nullptr, true },
+	{ "inline", t_inline, nullptr, true },
+	{ "write", t_write, nullptr, true },
+	{ "write_imm", t_write_imm, nullptr, true },
+	{ "read", t_read, nullptr, false },
+	{ "atomic", t_atomic, nullptr, false },
+	{ "stream", t_stream, nullptr, true },
+	{ "err_rkey", t_err_rkey, nullptr, false },
+	{ "err_bounds", t_err_bounds, nullptr, false },
+	{ "err_qp_access", t_err_qp_access, no_remote_write, false },
+	{ "err_lkey_pd", t_err_lkey_pd, nullptr, true },
+	{ "err_recv_len", t_err_recv_len, nullptr, false },
+	{ "err_rnr", t_err_rnr, no_rnr_retry, false },
+	{ "rnr_retry", t_rnr_retry, nullptr, false },
+};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: sroce-xfer DEV TEST [rc|uc] [MTU]\n");
+		return 2;
+	}
+	Pair p;
+	if (argc > 3 && std::string_view(argv[3]) == "uc")
+		p.type = IBV_QPT_UC;
+	if (argc > 4)
+		p.mtu = ibv_mtu(__builtin_ctz(atoi(argv[4]) / 128));
+
+	const Test *t = nullptr;
+	for (const Test &x : tests)
+		if (std::string_view(argv[2]) == x.name)
+			t = &x;
+	if (!t || (p.type == IBV_QPT_UC && !t->uc)) {
+		fprintf(stderr, "unknown test %s for this QP type\n", argv[2]);
+		return 2;
+	}
+
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+			p.ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!p.ctx) {
+		fprintf(stderr, "cannot open %s\n", argv[1]);
+		return 1;
+	}
+	if (t->tweak)
+		t->tweak(p);
+	if (setup(p))
+		t->fn(p);
+	teardown(p);
+	ibv_close_device(p.ctx);
+	if (!failures)
+		printf("%s ok\n", t->name);
+	return failures ? 1 : 0;
+}
