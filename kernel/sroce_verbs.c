@@ -5,7 +5,9 @@
  * Attributes report only what the driver implements: a capability appears
  * here in the same change that makes it work.
  */
+#include <linux/ethtool.h>
 #include <linux/module.h>
+#include <linux/rtnetlink.h>
 #include <net/addrconf.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
@@ -53,12 +55,47 @@ static int sroce_query_device(struct ib_device *ibdev,
 	return 0;
 }
 
+/*
+ * The port's speed from the netdev's link speed, as ib_get_eth_speed()
+ * maps it, but quietly: a virtual NIC without a speed reports SDR 1X rather
+ * than a warning at every query.
+ */
+static void sroce_port_speed(struct net_device *ndev, u16 *speed, u8 *width)
+{
+	struct ethtool_link_ksettings lks;
+	u32 mbps = SPEED_UNKNOWN;
+
+	rtnl_lock();
+	if (!__ethtool_get_link_ksettings(ndev, &lks))
+		mbps = lks.base.speed;
+	rtnl_unlock();
+
+	if (mbps == SPEED_UNKNOWN || mbps <= SPEED_1000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_SDR;
+	} else if (mbps <= SPEED_10000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_FDR10;
+	} else if (mbps <= SPEED_20000) {
+		*width = IB_WIDTH_4X;
+		*speed = IB_SPEED_DDR;
+	} else if (mbps <= SPEED_25000) {
+		*width = IB_WIDTH_1X;
+		*speed = IB_SPEED_EDR;
+	} else if (mbps <= SPEED_40000) {
+		*width = IB_WIDTH_4X;
+		*speed = IB_SPEED_FDR10;
+	} else {
+		*width = IB_WIDTH_4X;
+		*speed = IB_SPEED_EDR;
+	}
+}
+
 static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 			    struct ib_port_attr *attr)
 {
 	struct sroce_dev *sdev = to_sdev(ibdev);
 	struct net_device *ndev = sdev->ndev;
-	int err;
 
 	/* ib_core zeroes *attr before calling us. */
 	attr->state = sroce_netdev_port_state(ndev);
@@ -80,9 +117,8 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 	attr->lmc = 0;
 	attr->max_vl_num = 1;
 
-	err = ib_get_eth_speed(ibdev, port_num, &attr->active_speed,
-			       &attr->active_width);
-	return err;
+	sroce_port_speed(ndev, &attr->active_speed, &attr->active_width);
+	return 0;
 }
 
 static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
