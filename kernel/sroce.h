@@ -39,6 +39,7 @@
 #define SROCE_MAX_QPN		0xffffff
 #define SROCE_MAX_MSG_SIZE	0x80000000U
 #define SROCE_MAX_MR		0x100000
+#define SROCE_MAX_AH		0x10000
 #define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
@@ -58,6 +59,9 @@
  * @num_qp: QPs on this device (bounded by SROCE_MAX_QP)
  * @qp_xa: QP number -> struct sroce_qp (own xa_lock)
  * @qp_next: next QP number to try, so that numbers are used round-robin
+ * @num_ah: address handles on this device (bounded by SROCE_MAX_AH)
+ * @ah_xa: AH number -> struct sroce_ah (own xa_lock)
+ * @ah_next: next AH number to try
  * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
  * @mem_next: next index to try, so that indices are used round-robin
  */
@@ -77,6 +81,9 @@ struct sroce_dev {
 	atomic_t num_qp;
 	struct xarray qp_xa;
 	u32 qp_next;
+	atomic_t num_ah;
+	struct xarray ah_xa;
+	u32 ah_next;
 };
 
 struct sroce_ucontext {
@@ -183,6 +190,20 @@ struct sroce_resp {
 	bool atomic_valid;
 	u32 atomic_psn;
 	u64 atomic_orig;
+};
+
+/**
+ * struct sroce_ah - an address handle (for UD sends)
+ * @ibah: ib_core's AH
+ * @av: the destination
+ * @ah_num: its number in sroce_dev.ah_xa, which UD WQEs name
+ * @loopback: the destination is one of our own GIDs
+ */
+struct sroce_ah {
+	struct ib_ah ibah;
+	struct sroce_av av;
+	u32 ah_num;
+	bool loopback;
 };
 
 /**
@@ -304,6 +325,12 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 /* sroce_av.c */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
 void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
+int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata);
+int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
+int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
+int sroce_ah_lookup(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
+		    struct sroce_av *av, bool *loopback);
 
 /* sroce_net.c */
 int sroce_net_init(void);

@@ -7,6 +7,11 @@
 
 #include "sroce.h"
 
+static struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
+
 /**
  * sroce_av_from_attr - take an address vector from verbs attributes
  * @av: filled on success
@@ -46,4 +51,97 @@ void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr)
 	rdma_ah_set_sl(attr, av->sl);
 	rdma_ah_set_port_num(attr, SROCE_PORT);
 	ether_addr_copy(attr->roce.dmac, av->dmac);
+}
+
+int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibah->device);
+	struct sroce_ah *ah = to_sah(ibah);
+	struct sroce_create_ah_resp resp = {};
+	unsigned long flags;
+	int err;
+
+	err = sroce_av_from_attr(&ah->av, init->ah_attr);
+	if (err)
+		return err;
+	if (atomic_inc_return(&sdev->num_ah) > SROCE_MAX_AH) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	ah->loopback = sroce_gid_is_local(sdev, &ah->av.dgid);
+
+	/* Kernel AHs may be made in atomic context. */
+	xa_lock_irqsave(&sdev->ah_xa, flags);
+	err = __xa_alloc_cyclic(&sdev->ah_xa, &ah->ah_num, ah,
+				XA_LIMIT(1, U32_MAX), &sdev->ah_next,
+				GFP_ATOMIC);
+	xa_unlock_irqrestore(&sdev->ah_xa, flags);
+	if (err < 0)
+		goto err_count;
+	if (udata) {
+		resp.ah_num = ah->ah_num;
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_lock_irqsave(&sdev->ah_xa, flags);
+	__xa_erase(&sdev->ah_xa, ah->ah_num);
+	xa_unlock_irqrestore(&sdev->ah_xa, flags);
+err_count:
+	atomic_dec(&sdev->num_ah);
+	return err;
+}
+
+int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr)
+{
+	memset(attr, 0, sizeof(*attr));
+	sroce_av_to_attr(&to_sah(ibah)->av, attr);
+	return 0;
+}
+
+int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	struct sroce_dev *sdev = to_sdev(ibah->device);
+	struct sroce_ah *ah = to_sah(ibah);
+	unsigned long irqflags;
+
+	/* Once erased under the xa_lock, no sender reads it any more. */
+	xa_lock_irqsave(&sdev->ah_xa, irqflags);
+	__xa_erase(&sdev->ah_xa, ah->ah_num);
+	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
+	atomic_dec(&sdev->num_ah);
+	return 0;
+}
+
+/**
+ * sroce_ah_lookup - the destination a UD WQE names
+ * @sdev: the device
+ * @pd: the sending QP's PD, which the AH must be in
+ * @ah_num: the AH number from the WQE
+ * @av: filled with the AH's destination
+ * @loopback: set if that is one of our own GIDs
+ *
+ * Return: 0, or -EINVAL if no AH of @pd has that number.
+ */
+int sroce_ah_lookup(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
+		    struct sroce_av *av, bool *loopback)
+{
+	struct sroce_ah *ah;
+	unsigned long flags;
+	int err = -EINVAL;
+
+	xa_lock_irqsave(&sdev->ah_xa, flags);
+	ah = xa_load(&sdev->ah_xa, ah_num);
+	if (ah && ah->ibah.pd == pd) {
+		*av = ah->av;
+		*loopback = ah->loopback;
+		err = 0;
+	}
+	xa_unlock_irqrestore(&sdev->ah_xa, flags);
+	return err;
 }

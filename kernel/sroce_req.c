@@ -8,6 +8,7 @@
  * resent.
  */
 #include <linux/overflow.h>
+#include <rdma/ib_addr.h>
 
 #include "sroce.h"
 
@@ -83,6 +84,18 @@ static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
 	return IB_WC_SUCCESS;
 }
 
+/* The send WQE @idx fails with @status: the QP goes to error. */
+static void sroce_req_fail(struct sroce_qp *qp, u32 idx,
+			   enum ib_wc_status status)
+{
+	while (qp->sq_comp != idx)
+		sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
+	qp->req.next = idx + 1;
+	qp->req.sent = 0;
+	sroce_qp_complete_send(qp, status);
+	sroce_qp_error(qp);
+}
+
 /*
  * Take the next WQE from the ring into the kernel. Return: true if one was
  * taken; false if the ring is empty or the WQE was bad (the QP is then in
@@ -111,12 +124,7 @@ static bool sroce_req_fetch(struct sroce_qp *qp)
 
 	status = sroce_req_check(qp, wqe, &sw->len);
 	if (status != IB_WC_SUCCESS) {
-		/* Everything before it completes first, then it fails. */
-		while (qp->sq_comp != idx)
-			sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
-		qp->req.next = idx + 1;
-		sroce_qp_complete_send(qp, status);
-		sroce_qp_error(qp);
+		sroce_req_fail(qp, idx, status);
 		return false;
 	}
 	return true;
@@ -195,6 +203,71 @@ static void sroce_req_headers(struct sk_buff *skb,
 			cpu_to_be32(wqe->ex);
 }
 
+/* A UD WQE: one packet to the AH it names. */
+static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
+	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
+	u32 mtu = ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(sdev->ndev->mtu)));
+	struct sroce_deth *deth;
+	struct sroce_bth *bth;
+	struct sroce_av av;
+	struct sk_buff *skb;
+	bool loopback;
+	u32 qkey;
+	u8 op;
+
+	if (sroce_ah_lookup(sdev, qp->ibqp.pd, wqe->wr.ud.ah_num, &av,
+			    &loopback)) {
+		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);
+		return -EINVAL;
+	}
+	if (sw->len > mtu) {
+		sroce_req_fail(qp, idx, IB_WC_LOC_LEN_ERR);
+		return -EMSGSIZE;
+	}
+	op = wqe->opcode == IB_UVERBS_WR_SEND_WITH_IMM ?
+		     SROCE_UD_SEND_ONLY_IMM : SROCE_UD_SEND_ONLY;
+	skb = sroce_pkt_alloc(sdev, &av, op, qp->req.psn, sw->len);
+	if (!skb)
+		return -ENOMEM;
+	bth = (struct sroce_bth *)skb->data;
+	bth->qpn = cpu_to_be32(wqe->wr.ud.remote_qpn & SROCE_QPN_MASK);
+	if (wqe->send_flags & IB_SEND_SOLICITED)
+		bth->flags |= SROCE_BTH_SE;
+	deth = sroce_pkt_hdr(skb, SROCE_OP_DETH);
+	/* A Q_Key with the high bit set means: the QP's own. */
+	qkey = wqe->wr.ud.remote_qkey;
+	if (qkey & 0x80000000U)
+		qkey = qp->attr.qkey;
+	deth->qkey = cpu_to_be32(qkey);
+	deth->sqp = cpu_to_be32(qp->ibqp.qp_num);
+	sroce_req_headers(skb, wqe, sw->len);
+
+	if (sw->len && (wqe->send_flags & IB_SEND_INLINE)) {
+		memcpy(sroce_pkt_payload(skb), wqe + 1, sw->len);
+	} else if (sw->len &&
+		   sroce_qp_copy_sges(qp, (const void *)(wqe + 1),
+				      wqe->num_sge, 0, sroce_pkt_payload(skb),
+				      sw->len, false)) {
+		kfree_skb(skb);
+		sroce_req_fail(qp, idx, IB_WC_LOC_PROT_ERR);
+		return -EACCES;
+	}
+
+	sw->first_psn = qp->req.psn;
+	sw->last_psn = qp->req.psn;
+	sw->done = 1;
+	qp->req.psn = (qp->req.psn + 1) & SROCE_PSN_MASK;
+	qp->req.next = idx + 1;
+	sroce_pkt_xmit(sdev, &av,
+		       rdma_get_udp_sport(av.flow_label, qp->ibqp.qp_num,
+					  wqe->wr.ud.remote_qpn),
+		       loopback, skb);
+	return 0;
+}
+
 /* Send the next packet of WQE @idx. Return: 0, or -errno (QP in error). */
 static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 {
@@ -240,11 +313,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 					 sroce_pkt_payload(skb), paylen, false);
 		if (err) {
 			kfree_skb(skb);
-			while (qp->sq_comp != idx)
-				sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
-			qp->req.next = idx + 1;
-			sroce_qp_complete_send(qp, IB_WC_LOC_PROT_ERR);
-			sroce_qp_error(qp);
+			sroce_req_fail(qp, idx, IB_WC_LOC_PROT_ERR);
 			return err;
 		}
 	}
@@ -298,7 +367,8 @@ void sroce_req_run(struct sroce_qp *qp)
 			queue_work(sroce_wq, &qp->work);
 			break;
 		}
-		if (sroce_req_packet(qp, idx))
+		if (qp->ibqp.qp_type == IB_QPT_UD ? sroce_req_ud(qp, idx) :
+						    sroce_req_packet(qp, idx))
 			break;
 		if (qp->ibqp.qp_type != IB_QPT_RC)
 			sroce_comp_send_done(qp);

@@ -8,6 +8,9 @@
  * responder's QP in error; an empty receive queue is an RNR NAK; a PSN gap
  * is one sequence NAK until the expected PSN arrives.
  */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+
 #include "sroce.h"
 
 /* Read response packets made per run of the engine. */
@@ -78,9 +81,10 @@ static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 }
 
 /* Complete resp.rwqe and give its slot back. */
-static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
-				u32 opcode, u32 byte_len, u32 ex, u32 flags,
-				bool solicited)
+static void sroce_resp_complete_from(struct sroce_qp *qp,
+				     enum ib_wc_status status, u32 opcode,
+				     u32 byte_len, u32 ex, u32 flags,
+				     u32 src_qp, bool solicited)
 {
 	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
 	struct sroce_cqe cqe = {
@@ -90,7 +94,7 @@ static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
 		.byte_len = byte_len,
 		.ex = ex,
 		.qp_num = qp->ibqp.qp_num,
-		.src_qp = qp->attr.dest_qp_num,
+		.src_qp = src_qp,
 		.wc_flags = flags,
 	};
 
@@ -99,6 +103,22 @@ static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
 	qp->rq_cons++;
 	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
 	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
+}
+
+/* Connected QPs: the source is the QP's peer. */
+static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
+				u32 opcode, u32 byte_len, u32 ex, u32 flags,
+				bool solicited)
+{
+	sroce_resp_complete_from(qp, status, opcode, byte_len, ex, flags,
+				 qp->attr.dest_qp_num, solicited);
+}
+
+static void sroce_resp_complete_ud(struct sroce_qp *qp, u32 byte_len, u32 ex,
+				   u32 flags, u32 src_qp, bool solicited)
+{
+	sroce_resp_complete_from(qp, IB_WC_SUCCESS, IB_WC_RECV, byte_len, ex,
+				 flags, src_qp, solicited);
 }
 
 /* Copy payload into resp.rwqe's buffers; map a failure to its result. */
@@ -386,6 +406,53 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 		       SROCE_AETH_ACK_UNLIMITED);
 }
 
+/*
+ * A UD SEND: the receive buffer gets the 40-byte GRH area first (for IPv4
+ * the IPv4 header in its last 20 bytes, as RoCE NICs do), then the payload.
+ */
+static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	struct sroce_deth *deth = sroce_pkt_hdr(skb, SROCE_OP_DETH);
+	const struct sroce_recv_wqe *rwqe;
+	u32 flags = SROCE_WC_GRH, ex = 0;
+	u8 grh[40] = {};
+	int err;
+
+	if (be32_to_cpu(deth->qkey) != qp->attr.qkey)
+		return;
+	if (!sroce_resp_take_rwqe(qp))
+		return;
+	rwqe = qp->resp.rwqe;
+
+	if (ip_hdr(skb)->version == 4)
+		memcpy(grh + 20, skb_network_header(skb), sizeof(struct iphdr));
+	else
+		memcpy(grh, skb_network_header(skb), sizeof(struct ipv6hdr));
+	err = rwqe->num_sge > qp->cap.max_recv_sge ? -EINVAL :
+		sroce_qp_copy_sges(qp, (const void *)(rwqe + 1),
+				   rwqe->num_sge, 0, grh, sizeof(grh), true);
+	if (!err && pkt->paylen)
+		err = sroce_qp_copy_sges(qp, (const void *)(rwqe + 1),
+					 rwqe->num_sge, sizeof(grh),
+					 sroce_pkt_payload(skb), pkt->paylen,
+					 true);
+	if (err) {
+		sroce_resp_complete(qp, err == -ERANGE ? IB_WC_LOC_LEN_ERR :
+					IB_WC_LOC_PROT_ERR,
+				    IB_WC_RECV, 0, 0, 0, false);
+		return;
+	}
+	if (pkt->opcode == SROCE_UD_SEND_ONLY_IMM) {
+		memcpy(&ex, sroce_pkt_hdr(skb, SROCE_OP_IMM), sizeof(ex));
+		flags |= SROCE_WC_WITH_IMM;
+	}
+	sroce_resp_complete_ud(qp, pkt->paylen + sizeof(grh), ex, flags,
+			       be32_to_cpu(deth->sqp) & SROCE_QPN_MASK,
+			       ((struct sroce_bth *)skb->data)->flags &
+				       SROCE_BTH_SE);
+}
+
 /* Is @opcode of the QP's transport (RC 0x00, UC 0x20, UD 0x60)? */
 static bool sroce_resp_transport_ok(struct sroce_qp *qp, u8 opcode)
 {
@@ -490,9 +557,12 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	default:
 		return;
 	}
-	if (!sroce_resp_transport_ok(qp, pkt->opcode) ||
-	    qp->ibqp.qp_type == IB_QPT_UD)
+	if (!sroce_resp_transport_ok(qp, pkt->opcode))
 		return;
+	if (qp->ibqp.qp_type == IB_QPT_UD) {
+		sroce_resp_ud(qp, skb);
+		return;
+	}
 
 	if (pkt->psn != qp->resp.epsn) {
 		if (qp->ibqp.qp_type == IB_QPT_UC) {

@@ -38,6 +38,7 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_cqe = SROCE_MAX_CQE;
 	attr->max_mr = SROCE_MAX_MR;
 	attr->max_qp = SROCE_MAX_QP;
+	attr->max_ah = SROCE_MAX_AH;
 	attr->max_qp_wr = SROCE_MAX_QP_WR;
 	attr->max_send_sge = SROCE_MAX_SGE;
 	attr->max_recv_sge = SROCE_MAX_SGE;
@@ -206,13 +207,16 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_pd = sroce_alloc_pd,
+	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
 	.create_qp = sroce_create_qp,
+	.create_user_ah = sroce_create_ah,
 	.alloc_ucontext = sroce_alloc_ucontext,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
 	.dereg_mr = sroce_dereg_mr,
+	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
 	.destroy_qp = sroce_destroy_qp,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
@@ -223,12 +227,14 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.mmap_free = sroce_mmap_free,
 	.modify_qp = sroce_modify_qp,
 	.query_device = sroce_query_device,
+	.query_ah = sroce_query_ah,
 	.query_pkey = sroce_query_pkey,
 	.query_port = sroce_query_port,
 	.query_qp = sroce_query_qp,
 	.reg_user_mr = sroce_reg_user_mr,
 	.resize_cq = sroce_resize_cq,
 
+	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, sroce_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, sroce_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),

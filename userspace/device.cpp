@@ -48,10 +48,12 @@ void free_context(ibv_context *ibctx) noexcept
 
 const verbs_context_ops context_ops = {
 	.alloc_pd = alloc_pd,
+	.create_ah = create_ah,
 	.create_cq = create_cq,
 	.create_qp = create_qp,
 	.dealloc_pd = dealloc_pd,
 	.dereg_mr = dereg_mr,
+	.destroy_ah = destroy_ah,
 	.destroy_cq = destroy_cq,
 	.destroy_qp = destroy_qp,
 	.free_context = free_context,

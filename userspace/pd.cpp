@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 //
-// Protection domains and memory regions.
+// Protection domains, memory regions and address handles.
 #include "sroce.h"
 
 #include <cerrno>
@@ -64,6 +64,35 @@ int dereg_mr(verbs_mr *vmr) noexcept
 	if (ret)
 		return ret;
 	delete vmr;
+	return 0;
+}
+
+ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept
+{
+	auto *a = new (std::nothrow) ah{};
+	if (!a) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+
+	with_drv_data<ib_uverbs_create_ah_resp, sroce_create_ah_resp> resp{};
+	int ret = ibv_cmd_create_ah(ibpd, &a->ibah, attr, resp.core(),
+				    sizeof(resp));
+	if (ret) {
+		delete a;
+		errno = ret;
+		return nullptr;
+	}
+	a->ah_num = resp.drv.ah_num;
+	return &a->ibah;
+}
+
+int destroy_ah(ibv_ah *ibah) noexcept
+{
+	int ret = ibv_cmd_destroy_ah(ibah);
+	if (ret)
+		return ret;
+	delete reinterpret_cast<ah *>(ibah);
 	return 0;
 }
 

@@ -69,9 +69,8 @@ int check_send_wr(const qp *q, const ibv_send_wr *wr) noexcept
 	default:
 		return EINVAL;
 	}
-	// Address handles come with UD support.
-	if (type == IBV_QPT_UD)
-		return EOPNOTSUPP;
+	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
 	if (wr->num_sge < 0)
 		return EINVAL;
 	if (wr->send_flags & IBV_SEND_INLINE) {
@@ -90,7 +89,8 @@ int check_send_wr(const qp *q, const ibv_send_wr *wr) noexcept
 	return 0;
 }
 
-void write_send_wqe(const ibv_send_wr *wr, sroce_send_wqe *wqe) noexcept
+void write_send_wqe(const ibv_send_wr *wr, sroce_send_wqe *wqe,
+		    ibv_qp_type type) noexcept
 {
 	memset(wqe, 0, sizeof(*wqe));
 	wqe->wr_id = wr->wr_id;
@@ -117,6 +117,11 @@ void write_send_wqe(const ibv_send_wr *wr, sroce_send_wqe *wqe) noexcept
 		break;
 	default:
 		break;
+	}
+	if (type == IBV_QPT_UD) {
+		wqe->wr.ud.ah_num = reinterpret_cast<ah *>(wr->wr.ud.ah)->ah_num;
+		wqe->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
+		wqe->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
 	}
 
 	char *payload = reinterpret_cast<char *>(wqe + 1);
@@ -227,8 +232,10 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 			ret = ENOMEM;
 			break;
 		}
-		write_send_wqe(wr, static_cast<sroce_send_wqe *>(
-					   q->sq.slot(q->sq_prod)));
+		write_send_wqe(wr,
+			       static_cast<sroce_send_wqe *>(
+				       q->sq.slot(q->sq_prod)),
+			       ibqp->qp_type);
 		q->sq_prod++;
 	}
 	bool doorbell = false;

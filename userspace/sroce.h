@@ -124,6 +124,11 @@ struct cq {
 	uint32_t cons = 0; // our consumer index; published to r.hdr()->cons
 };
 
+struct ah {
+	ibv_ah ibah;
+	uint32_t ah_num; // names the AH in UD send WQEs
+};
+
 struct qp {
 	verbs_qp vqp;
 	pthread_spinlock_t sq_lock; // serialises senders; protects sq_prod
@@ -174,11 +179,13 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
 int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept;
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
 
-// pd.cpp: protection domains and memory regions
+// pd.cpp: protection domains, memory regions, address handles
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	       int access) noexcept;
 int dereg_mr(verbs_mr *vmr) noexcept;
+ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
+int destroy_ah(ibv_ah *ibah) noexcept;
 
 } // namespace sroce

@@ -320,6 +320,9 @@ int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *qp_attr, int attr_mask,
 		     ibv_qp_init_attr *qp_init_attr, struct ibv_query_qp *cmd,
 		     size_t cmd_size);
 int ibv_cmd_destroy_qp(ibv_qp *qp);
+int ibv_cmd_create_ah(ibv_pd *pd, ibv_ah *ah, ibv_ah_attr *attr,
+		      ib_uverbs_create_ah_resp *resp, size_t resp_size);
+int ibv_cmd_destroy_ah(ibv_ah *ah);
 int ibv_cmd_create_cq(ibv_context *context, int cqe,
 		      ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
@@ -339,7 +342,8 @@ template <typename Core, typename Drv> struct with_drv_data {
 	Drv drv;
 
 	Core *core() { return reinterpret_cast<Core *>(core_bytes); }
-	static_assert(sizeof(Core) % 8 == 0, "driver data must follow at 8");
+	static_assert(sizeof(Core) % alignof(Drv) == 0,
+		      "driver data must follow the core part directly");
 };
 
 // Layouts from rdma-core v44.0 on x86_64.

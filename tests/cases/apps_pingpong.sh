@@ -1,5 +1,6 @@
 # ibverbs-utils over sroce0 (client and server in the VM, data checked with
-# -c): ibv_rc_pingpong and ibv_uc_pingpong, at MTU 1024 and 4096.
+# -c): ibv_rc_pingpong and ibv_uc_pingpong at MTU 1024 and 4096, and
+# ibv_ud_pingpong (address handles, GRH) with 1 KB and 4 KB messages.
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link set eth0 mtu 1500' EXIT
 ip link set eth0 mtu 9000
@@ -19,3 +20,5 @@ for mtu in 1024 4096; do
 	pair ibv_rc_pingpong -d sroce0 -g 1 -n 200 -s 10000 -m $mtu -c
 	pair ibv_uc_pingpong -d sroce0 -g 1 -n 200 -s 4000 -m $mtu -c
 done
+pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 1000 -c
+pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 4000 -c

@@ -181,6 +181,12 @@ struct sroce_recv_wqe {
 	__u32 reserved;
 };
 
+/* Response to CREATE_AH (after the core response). */
+struct sroce_create_ah_resp {
+	__u32 ah_num;		/* names the AH in UD send WQEs */
+	__u32 reserved;
+};
+
 /* Response to CREATE_QP (after the core response). */
 struct sroce_create_qp_resp {
 	struct sroce_ring_geom sq;
