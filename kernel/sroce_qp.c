@@ -584,10 +584,12 @@ static bool sroce_qp_will_return(struct sroce_qp *qp)
 		qp->req.rnr_wait);
 }
 
-/* The QP's engine: receive, then send, then flush or drain as the state says. */
-static void sroce_qp_work(struct work_struct *work)
+/*
+ * The QP's engine: receive, then send, then flush or drain as the state
+ * says. Runs in its work item, or directly in the doorbell's syscall.
+ */
+static void sroce_qp_run(struct sroce_qp *qp)
 {
-	struct sroce_qp *qp = container_of(work, struct sroce_qp, work);
 	bool active;
 
 	mutex_lock(&qp->lock);
@@ -637,6 +639,11 @@ out:
 	mutex_unlock(&qp->lock);
 }
 
+static void sroce_qp_work(struct work_struct *work)
+{
+	sroce_qp_run(container_of(work, struct sroce_qp, work));
+}
+
 static int
 UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
 {
@@ -645,7 +652,11 @@ UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
 
 	if (IS_ERR(ibqp))
 		return PTR_ERR(ibqp);
-	queue_work(sroce_wq, &to_sqp(ibqp)->work);
+	/*
+	 * Send in the caller's context, without a hop through the
+	 * workqueue; the uverbs object lock keeps the QP alive meanwhile.
+	 */
+	sroce_qp_run(to_sqp(ibqp));
 	return 0;
 }
 

@@ -29,6 +29,119 @@ void to_wc(const sroce_cqe &e, ibv_wc &wc)
 	wc.dlid_path_bits = e.dlid_path_bits;
 }
 
+cq *to_cq_ex(ibv_cq_ex *cx)
+{
+	return reinterpret_cast<cq *>(cx);
+}
+
+// Extended polling (ibv_start_poll & co): the lock is held from a
+// successful start_poll to end_poll, as libibverbs allows.
+bool load_current(cq *c)
+{
+	uint32_t prod =
+		shared(c->r.hdr()->prod).load(std::memory_order_acquire);
+	if (c->cons == prod) {
+		c->cur = nullptr;
+		return false;
+	}
+	c->cur = static_cast<const sroce_cqe *>(c->r.slot(c->cons));
+	c->vcq.cq_ex.wr_id = c->cur->wr_id;
+	c->vcq.cq_ex.status = ibv_wc_status(c->cur->status);
+	return true;
+}
+
+int start_poll(ibv_cq_ex *cx, ibv_poll_cq_attr *attr) noexcept
+{
+	cq *c = to_cq_ex(cx);
+
+	if (attr->comp_mask)
+		return EINVAL;
+	if (!c->single_threaded)
+		pthread_spin_lock(&c->lock);
+	if (c->r.map && load_current(c))
+		return 0;
+	if (!c->single_threaded)
+		pthread_spin_unlock(&c->lock);
+	return ENOENT;
+}
+
+int next_poll(ibv_cq_ex *cx) noexcept
+{
+	cq *c = to_cq_ex(cx);
+
+	c->cons++;
+	return load_current(c) ? 0 : ENOENT;
+}
+
+void end_poll(ibv_cq_ex *cx) noexcept
+{
+	cq *c = to_cq_ex(cx);
+
+	// The entry last returned is consumed too.
+	if (c->cur)
+		c->cons++;
+	c->cur = nullptr;
+	shared(c->r.hdr()->cons).store(c->cons, std::memory_order_release);
+	if (!c->single_threaded)
+		pthread_spin_unlock(&c->lock);
+}
+
+ibv_wc_opcode read_opcode(ibv_cq_ex *cx) noexcept
+{
+	return ibv_wc_opcode(to_cq_ex(cx)->cur->opcode);
+}
+
+uint32_t read_vendor_err(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->vendor_err;
+}
+
+uint32_t read_byte_len(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->byte_len;
+}
+
+__be32 read_imm_data(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->ex;
+}
+
+uint32_t read_qp_num(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->qp_num;
+}
+
+uint32_t read_src_qp(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->src_qp;
+}
+
+unsigned int read_wc_flags(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->wc_flags;
+}
+
+uint32_t read_slid(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->slid;
+}
+
+uint8_t read_sl(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->sl;
+}
+
+uint8_t read_dlid_path_bits(ibv_cq_ex *cx) noexcept
+{
+	return to_cq_ex(cx)->cur->dlid_path_bits;
+}
+
+// The completion fields an extended CQ can report.
+constexpr uint64_t supported_wc_flags =
+	IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+	IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
+	IBV_WC_EX_WITH_DLID_PATH_BITS;
+
 } // namespace
 
 ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
@@ -61,6 +174,75 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 		return nullptr;
 	}
 	return &c->vcq.cq;
+}
+
+ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept
+{
+	if (attr->wc_flags & ~supported_wc_flags) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					IBV_CQ_INIT_ATTR_MASK_PD) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)))) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	auto *c = new (std::nothrow) cq{};
+	if (!c) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	pthread_spin_init(&c->lock, PTHREAD_PROCESS_PRIVATE);
+	c->single_threaded = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+			     (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+
+	struct ibv_create_cq_ex cmd{};
+	with_drv_data<ib_uverbs_ex_create_cq_resp, sroce_create_cq_resp> resp{};
+	int ret = ibv_cmd_create_cq_ex(ibctx, attr, &c->vcq, &cmd, sizeof(cmd),
+				       resp.core(), sizeof(resp), 0);
+	if (ret) {
+		errno = ret;
+		goto err_free;
+	}
+	if (!c->r.attach(ibctx->cmd_fd, resp.drv.ring, sizeof(sroce_cqe))) {
+		int saved = errno;
+		ibv_cmd_destroy_cq(&c->vcq.cq);
+		errno = saved;
+		goto err_free;
+	}
+
+	{
+		ibv_cq_ex &cx = c->vcq.cq_ex;
+
+		cx.start_poll = start_poll;
+		cx.next_poll = next_poll;
+		cx.end_poll = end_poll;
+		cx.read_opcode = read_opcode;
+		cx.read_vendor_err = read_vendor_err;
+		cx.read_wc_flags = read_wc_flags;
+		if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+			cx.read_byte_len = read_byte_len;
+		if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+			cx.read_imm_data = read_imm_data;
+		if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+			cx.read_qp_num = read_qp_num;
+		if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+			cx.read_src_qp = read_src_qp;
+		if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+			cx.read_slid = read_slid;
+		if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+			cx.read_sl = read_sl;
+		if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+			cx.read_dlid_path_bits = read_dlid_path_bits;
+	}
+	return &c->vcq.cq_ex;
+
+err_free:
+	pthread_spin_destroy(&c->lock);
+	delete c;
+	return nullptr;
 }
 
 int destroy_cq(ibv_cq *ibcq) noexcept

@@ -50,6 +50,7 @@ const verbs_context_ops context_ops = {
 	.alloc_pd = alloc_pd,
 	.create_ah = create_ah,
 	.create_cq = create_cq,
+	.create_cq_ex = create_cq_ex,
 	.create_qp = create_qp,
 	.dealloc_pd = dealloc_pd,
 	.dereg_mr = dereg_mr,

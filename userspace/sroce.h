@@ -122,6 +122,9 @@ struct cq {
 	pthread_spinlock_t lock; // serialises pollers and resize
 	ring r;
 	uint32_t cons = 0; // our consumer index; published to r.hdr()->cons
+	// Extended polling: the entry start_poll/next_poll returned.
+	const sroce_cqe *cur = nullptr;
+	bool single_threaded = false; // no lock between start and end_poll
 };
 
 struct ah {
@@ -177,6 +180,7 @@ ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 int destroy_cq(ibv_cq *ibcq) noexcept;
 int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
 int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept;
+ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept;
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
 
 // pd.cpp: protection domains, memory regions, address handles

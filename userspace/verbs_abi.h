@@ -254,6 +254,11 @@ struct ibv_create_cq {
 	ib_uverbs_cmd_hdr hdr;
 	ib_uverbs_create_cq core_payload;
 };
+struct ibv_create_cq_ex {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_ex_cmd_hdr ex_hdr;
+	ib_uverbs_ex_create_cq core_payload;
+};
 struct ibv_resize_cq {
 	ib_uverbs_cmd_hdr hdr;
 	ib_uverbs_resize_cq core_payload;
@@ -327,6 +332,11 @@ int ibv_cmd_create_cq(ibv_context *context, int cqe,
 		      ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
 		      ib_uverbs_create_cq_resp *resp, size_t resp_size);
+int ibv_cmd_create_cq_ex(ibv_context *context,
+			 const ibv_cq_init_attr_ex *cq_attr, verbs_cq *cq,
+			 struct ibv_create_cq_ex *cmd, size_t cmd_size,
+			 ib_uverbs_ex_create_cq_resp *resp, size_t resp_size,
+			 uint32_t cmd_flags);
 int ibv_cmd_resize_cq(ibv_cq *cq, int cqe, struct ibv_resize_cq *cmd,
 		      size_t cmd_size, ib_uverbs_resize_cq_resp *resp,
 		      size_t resp_size);
@@ -405,3 +415,4 @@ static_assert(sizeof(struct ibv_create_qp) == 64);
 static_assert(sizeof(struct ibv_modify_qp) == 120);
 static_assert(sizeof(struct ibv_query_qp) == 24);
 static_assert(sizeof(struct ibv_resize_cq) == 24);
+static_assert(sizeof(struct ibv_create_cq_ex) == 56);
