@@ -52,6 +52,7 @@ const verbs_context_ops context_ops = {
 	.create_cq = create_cq,
 	.create_cq_ex = create_cq_ex,
 	.create_qp = create_qp,
+	.create_qp_ex = create_qp_ex,
 	.dealloc_pd = dealloc_pd,
 	.dereg_mr = dereg_mr,
 	.destroy_ah = destroy_ah,

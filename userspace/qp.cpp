@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 //
 // Queue pairs: posting writes WQEs into rings shared with the kernel;
-// ibv_post_recv never enters the kernel, ibv_post_send rings the doorbell
-// only when the kernel is not already working on the queue.
+// ibv_post_recv never enters the kernel, ibv_post_send (and ibv_wr_complete)
+// ring the doorbell only when the kernel is not already working on the queue.
 #include "sroce.h"
 
 #include <cstring>
@@ -38,6 +38,15 @@ uint32_t qp_state(const qp *q)
 	return shared(q->sq.hdr()->qp_state).load(std::memory_order_acquire);
 }
 
+// Sends may be posted in RTS, SQD, SQE and ERR (where they are flushed).
+bool can_send(const qp *q)
+{
+	uint32_t state = qp_state(q);
+
+	return state != IBV_QPS_RESET && state != IBV_QPS_INIT &&
+	       state != IBV_QPS_RTR;
+}
+
 bool ring_full(const ring &r, uint32_t prod)
 {
 	uint32_t cons =
@@ -45,62 +54,120 @@ bool ring_full(const ring &r, uint32_t prod)
 	return prod - cons >= r.num_slots;
 }
 
-// Checks one send WR against the QP; 0 or the errno to return.
-int check_send_wr(const qp *q, const ibv_send_wr *wr) noexcept
+// May a QP of @type post @opcode?
+bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode)
 {
-	ibv_qp_type type = q->vqp.qp.qp_type;
-
-	switch (wr->opcode) {
+	switch (opcode) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
-		break;
+		return true;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		if (type == IBV_QPT_UD)
-			return EINVAL;
-		break;
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
-		if (type != IBV_QPT_RC)
-			return EINVAL;
-		break;
+		return type == IBV_QPT_RC;
 	default:
-		return EINVAL;
+		return false;
 	}
-	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
-		return EINVAL;
-	if (wr->num_sge < 0)
-		return EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		if (wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM &&
-		    wr->opcode != IBV_WR_RDMA_WRITE &&
-		    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
-			return EINVAL;
-		uint64_t total = 0;
-		for (int i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > q->cap.max_inline_data)
-			return EINVAL;
-	} else if (uint32_t(wr->num_sge) > q->cap.max_send_sge) {
-		return EINVAL;
+}
+
+// Publish the WQEs written since @start and ring the doorbell if needed.
+int publish_sends(qp *q, uint32_t start) noexcept
+{
+	bool doorbell = false;
+
+	if (q->sq_prod != start) {
+		// Publish, then see whether the kernel will find the WQEs by
+		// itself (it clears kernel_active before its last look).
+		sroce_ring_hdr *hdr = q->sq.hdr();
+		shared(hdr->prod).store(q->sq_prod, std::memory_order_seq_cst);
+		doorbell = !shared(hdr->kernel_active)
+				    .load(std::memory_order_seq_cst);
 	}
+	pthread_spin_unlock(&q->sq_lock);
+	return doorbell ? ring_doorbell(q) : 0;
+}
+
+// A new WQE at the SQ's producer slot, its header set and the rest zero.
+sroce_send_wqe *wqe_begin(qp *q, ibv_wr_opcode opcode, uint64_t wr_id,
+			  unsigned int flags) noexcept
+{
+	auto *wqe = static_cast<sroce_send_wqe *>(q->sq.slot(q->sq_prod));
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr_id;
+	wqe->opcode = opcode;
+	wqe->send_flags = flags;
+	return wqe;
+}
+
+// SGEs follow the header. Return: 0 or EINVAL if there are too many.
+int wqe_set_sges(const qp *q, sroce_send_wqe *wqe, const ibv_sge *sg,
+		 size_t n) noexcept
+{
+	if (n > q->cap.max_send_sge)
+		return EINVAL;
+	auto *sges = reinterpret_cast<sroce_sge *>(wqe + 1);
+	for (size_t i = 0; i < n; i++)
+		sges[i] = { sg[i].addr, sg[i].length, sg[i].lkey };
+	wqe->num_sge = n;
+	wqe->inline_len = 0;
+	wqe->send_flags &= ~IBV_SEND_INLINE;
 	return 0;
 }
 
-void write_send_wqe(const ibv_send_wr *wr, sroce_send_wqe *wqe,
-		    ibv_qp_type type) noexcept
+// Inline data follows the header, copied now. Return: 0 or EINVAL.
+template <typename Buf, typename Addr, typename Len>
+int wqe_set_inline(const qp *q, sroce_send_wqe *wqe, const Buf *bufs,
+		   size_t n, Addr addr_of, Len len_of) noexcept
 {
-	memset(wqe, 0, sizeof(*wqe));
-	wqe->wr_id = wr->wr_id;
-	wqe->opcode = wr->opcode;
-	wqe->send_flags = wr->send_flags;
-	if (wr->opcode == IBV_WR_SEND_WITH_INV)
-		wqe->ex = wr->invalidate_rkey;
-	else
-		wqe->ex = wr->imm_data;
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += len_of(bufs[i]);
+	if (total > q->cap.max_inline_data)
+		return EINVAL;
+	char *dst = reinterpret_cast<char *>(wqe + 1);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(dst, addr_of(bufs[i]), len_of(bufs[i]));
+		dst += len_of(bufs[i]);
+	}
+	wqe->inline_len = total;
+	wqe->num_sge = 0;
+	wqe->send_flags |= IBV_SEND_INLINE;
+	return 0;
+}
 
+void wqe_set_ud(sroce_send_wqe *wqe, ibv_ah *ibah, uint32_t remote_qpn,
+		uint32_t remote_qkey) noexcept
+{
+	wqe->wr.ud.ah_num = reinterpret_cast<ah *>(ibah)->ah_num;
+	wqe->wr.ud.remote_qpn = remote_qpn;
+	wqe->wr.ud.remote_qkey = remote_qkey;
+}
+
+// One ibv_send_wr into a WQE. Return: 0 or the errno to report.
+int write_send_wr(qp *q, const ibv_send_wr *wr) noexcept
+{
+	ibv_qp_type type = q->vqp.qp.qp_type;
+
+	if (!opcode_allowed(type, wr->opcode) || wr->num_sge < 0)
+		return EINVAL;
+	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
+		return EINVAL;
+	bool inl = wr->send_flags & IBV_SEND_INLINE;
+	if (inl && wr->opcode != IBV_WR_SEND &&
+	    wr->opcode != IBV_WR_SEND_WITH_IMM &&
+	    wr->opcode != IBV_WR_RDMA_WRITE &&
+	    wr->opcode != IBV_WR_RDMA_WRITE_WITH_IMM)
+		return EINVAL;
+
+	sroce_send_wqe *wqe = wqe_begin(q, wr->opcode, wr->wr_id,
+					wr->send_flags);
+	wqe->ex = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey :
+						       wr->imm_data;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -118,35 +185,267 @@ void write_send_wqe(const ibv_send_wr *wr, sroce_send_wqe *wqe,
 	default:
 		break;
 	}
-	if (type == IBV_QPT_UD) {
-		wqe->wr.ud.ah_num = reinterpret_cast<ah *>(wr->wr.ud.ah)->ah_num;
-		wqe->wr.ud.remote_qpn = wr->wr.ud.remote_qpn;
-		wqe->wr.ud.remote_qkey = wr->wr.ud.remote_qkey;
-	}
-
-	char *payload = reinterpret_cast<char *>(wqe + 1);
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint32_t off = 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			const ibv_sge &sge = wr->sg_list[i];
-			memcpy(payload + off,
-			       reinterpret_cast<const void *>(uintptr_t(sge.addr)),
-			       sge.length);
-			off += sge.length;
-		}
-		wqe->inline_len = off;
-		return;
-	}
-	auto *sges = reinterpret_cast<sroce_sge *>(payload);
-	for (int i = 0; i < wr->num_sge; i++)
-		sges[i] = { wr->sg_list[i].addr, wr->sg_list[i].length,
-			    wr->sg_list[i].lkey };
-	wqe->num_sge = wr->num_sge;
+	if (type == IBV_QPT_UD)
+		wqe_set_ud(wqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
+			   wr->wr.ud.remote_qkey);
+	if (inl)
+		return wqe_set_inline(
+			q, wqe, wr->sg_list, wr->num_sge,
+			[](const ibv_sge &s) {
+				return reinterpret_cast<const void *>(
+					uintptr_t(s.addr));
+			},
+			[](const ibv_sge &s) { return size_t(s.length); });
+	return wqe_set_sges(q, wqe, wr->sg_list, wr->num_sge);
 }
 
-} // namespace
+// --- the ibv_wr_* API ---------------------------------------------------
 
-ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept
+qp *from_ex(ibv_qp_ex *x)
+{
+	return reinterpret_cast<qp *>(x);
+}
+
+// Begin the next WQE of a wr_start batch, or nullptr after an error.
+sroce_send_wqe *ex_new(ibv_qp_ex *x, ibv_wr_opcode opcode)
+{
+	qp *q = from_ex(x);
+
+	if (q->ex_err)
+		return nullptr;
+	if (q->ex_cur) {
+		q->sq_prod++;
+		q->ex_cur = false;
+	}
+	if (!can_send(q) || !opcode_allowed(q->vqp.qp.qp_type, opcode)) {
+		q->ex_err = EINVAL;
+		return nullptr;
+	}
+	if (ring_full(q->sq, q->sq_prod)) {
+		q->ex_err = ENOMEM;
+		return nullptr;
+	}
+	q->ex_cur = true;
+	return wqe_begin(q, opcode, x->wr_id, x->wr_flags);
+}
+
+// The WQE being built, or nullptr.
+sroce_send_wqe *ex_cur(ibv_qp_ex *x)
+{
+	qp *q = from_ex(x);
+
+	if (q->ex_err || !q->ex_cur)
+		return nullptr;
+	return static_cast<sroce_send_wqe *>(q->sq.slot(q->sq_prod));
+}
+
+void ex_fail(ibv_qp_ex *x, int err)
+{
+	if (err && !from_ex(x)->ex_err)
+		from_ex(x)->ex_err = err;
+}
+
+void ex_start(ibv_qp_ex *x) noexcept
+{
+	qp *q = from_ex(x);
+
+	pthread_spin_lock(&q->sq_lock);
+	q->ex_start = q->sq_prod;
+	q->ex_cur = false;
+	q->ex_err = 0;
+}
+
+int ex_complete(ibv_qp_ex *x) noexcept
+{
+	qp *q = from_ex(x);
+	int err = q->ex_err;
+
+	if (q->ex_cur)
+		q->sq_prod++;
+	q->ex_cur = false;
+	if (err) {
+		q->sq_prod = q->ex_start;
+		pthread_spin_unlock(&q->sq_lock);
+		return err;
+	}
+	return publish_sends(q, q->ex_start);
+}
+
+void ex_abort(ibv_qp_ex *x) noexcept
+{
+	qp *q = from_ex(x);
+
+	q->sq_prod = q->ex_start;
+	q->ex_cur = false;
+	pthread_spin_unlock(&q->sq_lock);
+}
+
+void ex_send(ibv_qp_ex *x) noexcept
+{
+	ex_new(x, IBV_WR_SEND);
+}
+
+void ex_send_imm(ibv_qp_ex *x, __be32 imm) noexcept
+{
+	if (sroce_send_wqe *w = ex_new(x, IBV_WR_SEND_WITH_IMM))
+		w->ex = imm;
+}
+
+void ex_send_inv(ibv_qp_ex *x, uint32_t rkey) noexcept
+{
+	if (sroce_send_wqe *w = ex_new(x, IBV_WR_SEND_WITH_INV))
+		w->ex = rkey;
+}
+
+void ex_rdma(ibv_qp_ex *x, ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+	     __be32 imm)
+{
+	if (sroce_send_wqe *w = ex_new(x, op)) {
+		w->wr.rdma.remote_addr = addr;
+		w->wr.rdma.rkey = rkey;
+		w->ex = imm;
+	}
+}
+
+void ex_rdma_write(ibv_qp_ex *x, uint32_t rkey, uint64_t addr) noexcept
+{
+	ex_rdma(x, IBV_WR_RDMA_WRITE, rkey, addr, 0);
+}
+
+void ex_rdma_write_imm(ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
+		       __be32 imm) noexcept
+{
+	ex_rdma(x, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr, imm);
+}
+
+void ex_rdma_read(ibv_qp_ex *x, uint32_t rkey, uint64_t addr) noexcept
+{
+	ex_rdma(x, IBV_WR_RDMA_READ, rkey, addr, 0);
+}
+
+void ex_atomic(ibv_qp_ex *x, ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+	       uint64_t compare_add, uint64_t swap)
+{
+	if (sroce_send_wqe *w = ex_new(x, op)) {
+		w->wr.atomic.remote_addr = addr;
+		w->wr.atomic.rkey = rkey;
+		w->wr.atomic.compare_add = compare_add;
+		w->wr.atomic.swap = swap;
+	}
+}
+
+void ex_cmp_swp(ibv_qp_ex *x, uint32_t rkey, uint64_t addr, uint64_t compare,
+		uint64_t swap) noexcept
+{
+	ex_atomic(x, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
+void ex_fetch_add(ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
+		  uint64_t add) noexcept
+{
+	ex_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+void ex_set_ud_addr(ibv_qp_ex *x, ibv_ah *ibah, uint32_t remote_qpn,
+		    uint32_t remote_qkey) noexcept
+{
+	if (sroce_send_wqe *w = ex_cur(x)) {
+		if (ibah)
+			wqe_set_ud(w, ibah, remote_qpn, remote_qkey);
+		else
+			ex_fail(x, EINVAL);
+	}
+}
+
+void ex_set_sge(ibv_qp_ex *x, uint32_t lkey, uint64_t addr,
+		uint32_t length) noexcept
+{
+	ibv_sge sge = { addr, length, lkey };
+
+	if (sroce_send_wqe *w = ex_cur(x))
+		ex_fail(x, wqe_set_sges(from_ex(x), w, &sge, 1));
+}
+
+void ex_set_sge_list(ibv_qp_ex *x, size_t n, const ibv_sge *list) noexcept
+{
+	if (sroce_send_wqe *w = ex_cur(x))
+		ex_fail(x, wqe_set_sges(from_ex(x), w, list, n));
+}
+
+void ex_set_inline_data(ibv_qp_ex *x, void *addr, size_t length) noexcept
+{
+	ibv_data_buf buf = { addr, length };
+
+	if (sroce_send_wqe *w = ex_cur(x))
+		ex_fail(x, wqe_set_inline(
+				   from_ex(x), w, &buf, 1,
+				   [](const ibv_data_buf &b) { return b.addr; },
+				   [](const ibv_data_buf &b) { return b.length; }));
+}
+
+void ex_set_inline_data_list(ibv_qp_ex *x, size_t n,
+			     const ibv_data_buf *list) noexcept
+{
+	if (sroce_send_wqe *w = ex_cur(x))
+		ex_fail(x, wqe_set_inline(
+				   from_ex(x), w, list, n,
+				   [](const ibv_data_buf &b) { return b.addr; },
+				   [](const ibv_data_buf &b) { return b.length; }));
+}
+
+// The ibv_wr_* operations a QP type supports.
+uint64_t supported_send_ops(ibv_qp_type type)
+{
+	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+
+	if (type == IBV_QPT_RC || type == IBV_QPT_UC)
+		ops |= IBV_QP_EX_WITH_RDMA_WRITE |
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+	if (type == IBV_QPT_RC)
+		ops |= IBV_QP_EX_WITH_RDMA_READ |
+		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_SEND_WITH_INV;
+	return ops;
+}
+
+void set_ex_ops(qp *q)
+{
+	ibv_qp_ex &x = q->vqp.qp_ex;
+
+	x.wr_start = ex_start;
+	x.wr_complete = ex_complete;
+	x.wr_abort = ex_abort;
+	x.wr_send = ex_send;
+	x.wr_send_imm = ex_send_imm;
+	x.wr_send_inv = ex_send_inv;
+	x.wr_rdma_write = ex_rdma_write;
+	x.wr_rdma_write_imm = ex_rdma_write_imm;
+	x.wr_rdma_read = ex_rdma_read;
+	x.wr_atomic_cmp_swp = ex_cmp_swp;
+	x.wr_atomic_fetch_add = ex_fetch_add;
+	x.wr_set_ud_addr = ex_set_ud_addr;
+	x.wr_set_sge = ex_set_sge;
+	x.wr_set_sge_list = ex_set_sge_list;
+	x.wr_set_inline_data = ex_set_inline_data;
+	x.wr_set_inline_data_list = ex_set_inline_data_list;
+	q->vqp.comp_mask |= VERBS_QP_EX;
+}
+
+// Map the rings the kernel described for a QP it created.
+bool attach_rings(qp *q, int cmd_fd, const sroce_create_qp_resp &r) noexcept
+{
+	if (!q->sq.attach(cmd_fd, r.sq, sizeof(sroce_send_wqe)) ||
+	    !q->rq.attach(cmd_fd, r.rq, sizeof(sroce_recv_wqe))) {
+		int saved = errno;
+		ibv_cmd_destroy_qp(&q->vqp.qp);
+		errno = saved;
+		return false;
+	}
+	return true;
+}
+
+qp *new_qp() noexcept
 {
 	auto *q = new (std::nothrow) qp{};
 	if (!q) {
@@ -155,32 +454,76 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept
 	}
 	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&q->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	return q;
+}
+
+void free_qp(qp *q) noexcept
+{
+	pthread_spin_destroy(&q->rq_lock);
+	pthread_spin_destroy(&q->sq_lock);
+	delete q;
+}
+
+} // namespace
+
+ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept
+{
+	qp *q = new_qp();
+	if (!q)
+		return nullptr;
 
 	struct ibv_create_qp cmd{};
 	with_drv_data<ib_uverbs_create_qp_resp, sroce_create_qp_resp> resp{};
 	int ret = ibv_cmd_create_qp(ibpd, &q->vqp.qp, attr, &cmd, sizeof(cmd),
 				    resp.core(), sizeof(resp));
-	if (ret) {
+	if (ret)
 		errno = ret;
-		goto err_free;
-	}
-	if (!q->sq.attach(ibpd->context->cmd_fd, resp.drv.sq,
-			  sizeof(sroce_send_wqe)) ||
-	    !q->rq.attach(ibpd->context->cmd_fd, resp.drv.rq,
-			  sizeof(sroce_recv_wqe))) {
-		int saved = errno;
-		ibv_cmd_destroy_qp(&q->vqp.qp);
-		errno = saved;
-		goto err_free;
+	if (ret || !attach_rings(q, ibpd->context->cmd_fd, resp.drv)) {
+		free_qp(q);
+		return nullptr;
 	}
 	q->cap = attr->cap;
 	return &q->vqp.qp;
+}
 
-err_free:
-	pthread_spin_destroy(&q->rq_lock);
-	pthread_spin_destroy(&q->sq_lock);
-	delete q;
-	return nullptr;
+ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	if ((attr->comp_mask & ~known) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~supported_send_ops(attr->qp_type)))) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	qp *q = new_qp();
+	if (!q)
+		return nullptr;
+
+	struct ibv_create_qp cmd{};
+	with_drv_data<ib_uverbs_create_qp_resp, sroce_create_qp_resp> resp{};
+	int ret = ibv_cmd_create_qp_ex(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
+				       resp.core(), sizeof(resp));
+	if (ret)
+		errno = ret;
+	if (ret || !attach_rings(q, ibctx->cmd_fd, resp.drv)) {
+		free_qp(q);
+		return nullptr;
+	}
+	q->cap = attr->cap;
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		q->send_ops = attr->send_ops_flags;
+		set_ex_ops(q);
+	}
+	return &q->vqp.qp;
 }
 
 int destroy_qp(ibv_qp *ibqp) noexcept
@@ -188,10 +531,7 @@ int destroy_qp(ibv_qp *ibqp) noexcept
 	int ret = ibv_cmd_destroy_qp(ibqp);
 	if (ret)
 		return ret;
-	qp *q = to_qp(ibqp);
-	pthread_spin_destroy(&q->rq_lock);
-	pthread_spin_destroy(&q->sq_lock);
-	delete q;
+	free_qp(to_qp(ibqp));
 	return 0;
 }
 
@@ -218,42 +558,21 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 
 	pthread_spin_lock(&q->sq_lock);
 	uint32_t start = q->sq_prod;
-	uint32_t state = qp_state(q);
-	for (; wr; wr = wr->next) {
-		if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
-		    state == IBV_QPS_RTR) {
-			ret = EINVAL;
-			break;
-		}
-		ret = check_send_wr(q, wr);
-		if (ret)
-			break;
+	if (!can_send(q))
+		ret = EINVAL;
+	for (; wr && !ret; wr = wr->next) {
 		if (ring_full(q->sq, q->sq_prod)) {
 			ret = ENOMEM;
 			break;
 		}
-		write_send_wqe(wr,
-			       static_cast<sroce_send_wqe *>(
-				       q->sq.slot(q->sq_prod)),
-			       ibqp->qp_type);
+		ret = write_send_wr(q, wr);
+		if (ret)
+			break;
 		q->sq_prod++;
 	}
-	bool doorbell = false;
-	if (q->sq_prod != start) {
-		// Publish, then see whether the kernel will find the WRs by
-		// itself (it clears kernel_active before its last look).
-		sroce_ring_hdr *hdr = q->sq.hdr();
-		shared(hdr->prod).store(q->sq_prod, std::memory_order_seq_cst);
-		doorbell = !shared(hdr->kernel_active)
-				    .load(std::memory_order_seq_cst);
-	}
-	pthread_spin_unlock(&q->sq_lock);
-
-	if (doorbell) {
-		int db = ring_doorbell(q);
-		if (!ret)
-			ret = db;
-	}
+	int db = publish_sends(q, start);
+	if (!ret)
+		ret = db;
 	if (ret)
 		*bad_wr = wr;
 	return ret;

@@ -141,6 +141,11 @@ struct qp {
 	uint32_t sq_prod = 0;
 	uint32_t rq_prod = 0;
 	ibv_qp_cap cap{};
+	// The ibv_wr_* API, between wr_start and wr_complete/wr_abort:
+	uint64_t send_ops = 0;	 // IBV_QP_EX_WITH_* allowed
+	uint32_t ex_start = 0;	 // sq_prod at wr_start
+	bool ex_cur = false;	 // slot(sq_prod) holds the WQE being built
+	int ex_err = 0;		 // first error; wr_complete reports it
 };
 
 inline context *to_ctx(ibv_context *ibctx)
@@ -167,6 +172,7 @@ inline qp *to_qp(ibv_qp *ibqp)
 
 // qp.cpp
 ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept;
+ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept;
 int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 	     ibv_qp_init_attr *init_attr) noexcept;

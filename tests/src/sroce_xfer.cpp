@@ -189,6 +189,14 @@ int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
 	return ibv_post_send(s.qp, &wr, &bad);
 }
 
+// UC completes a send once it is sent, not once it landed: wait for it.
+bool landed(const Side &x, size_t xo, const Side &y, size_t yo, size_t len)
+{
+	for (int i = 0; i < 5000 && !same(x, xo, y, yo, len); i++)
+		usleep(1000);
+	return same(x, xo, y, yo, len);
+}
+
 uint64_t remote(const Side &s, size_t off)
 {
 	return uintptr_t(&s.buf[off]);
@@ -280,8 +288,8 @@ void t_write(Pair &p)
 		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 4096, len, 30,
 				remote(p.b, 8192), p.b.mr->rkey) == 0, "post");
 		expect_wc(p.a, 30, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-		CHECK(same(p.a, 4096, p.b, 8192, len), "%u written bytes differ",
-		      len);
+		CHECK(landed(p.a, 4096, p.b, 8192, len),
+		      "%u written bytes differ", len);
 		CHECK(p.b.buf[8192 + len] == 0, "wrote past the end");
 	}
 }
