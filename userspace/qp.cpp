@@ -508,10 +508,14 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	if (!q)
 		return nullptr;
 
+	// Create flags are all zero here: the command need not carry them.
+	ibv_qp_init_attr_ex kattr = *attr;
+	kattr.comp_mask &= ~uint32_t(IBV_QP_INIT_ATTR_CREATE_FLAGS);
 	struct ibv_create_qp cmd{};
 	with_drv_data<ib_uverbs_create_qp_resp, sroce_create_qp_resp> resp{};
-	int ret = ibv_cmd_create_qp_ex(ibctx, &q->vqp, attr, &cmd, sizeof(cmd),
-				       resp.core(), sizeof(resp));
+	int ret = ibv_cmd_create_qp_ex(ibctx, &q->vqp, &kattr, &cmd,
+				       sizeof(cmd), resp.core(), sizeof(resp));
+	attr->cap = kattr.cap;
 	if (ret)
 		errno = ret;
 	if (ret || !attach_rings(q, ibctx->cmd_fd, resp.drv)) {
