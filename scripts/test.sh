@@ -51,6 +51,9 @@ pair_link() {
 }
 host_test "two VMs on a 127.0.0.1 socket link" pair_link
 
+# rdma-core's test suite, unpacked where the VM can read it.
+scripts/rdma-core-tests.sh prepare
+
 out=$repo/build/test-run
 rm -rf "$out"
 scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
