@@ -40,6 +40,8 @@
 #define SROCE_MAX_MSG_SIZE	0x80000000U
 #define SROCE_MAX_MR		0x100000
 #define SROCE_MAX_AH		0x10000
+#define SROCE_MAX_SRQ		0x4000
+#define SROCE_MAX_SRQ_WR	0x4000
 #define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 #define SROCE_VENDOR_ID		0xffffff
 #define SROCE_VENDOR_PART_ID	0x0001
@@ -60,6 +62,7 @@
  * @qp_xa: QP number -> struct sroce_qp (own xa_lock)
  * @qp_next: next QP number to try, so that numbers are used round-robin
  * @num_ah: address handles on this device (bounded by SROCE_MAX_AH)
+ * @num_srq: SRQs on this device (bounded by SROCE_MAX_SRQ)
  * @ah_xa: AH number -> struct sroce_ah (own xa_lock)
  * @ah_next: next AH number to try
  * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
@@ -82,6 +85,7 @@ struct sroce_dev {
 	struct xarray qp_xa;
 	u32 qp_next;
 	atomic_t num_ah;
+	atomic_t num_srq;
 	struct xarray ah_xa;
 	u32 ah_next;
 };
@@ -193,6 +197,24 @@ struct sroce_resp {
 };
 
 /**
+ * struct sroce_srq - a shared receive queue
+ * @ibsrq: ib_core's SRQ
+ * @lock: serialises the QPs taking WQEs; protects @cons, @limit
+ * @ring: the receive WQE ring shared with the provider
+ * @cons: the kernel's consumer index
+ * @limit: raise IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs remain (0: off)
+ * @max_sge: SGEs a WQE may have
+ */
+struct sroce_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock; /* see above */
+	struct sroce_ring ring;
+	u32 cons;
+	u32 limit;
+	u32 max_sge;
+};
+
+/**
  * struct sroce_ah - an address handle (for UD sends)
  * @ibah: ib_core's AH
  * @av: the destination
@@ -300,6 +322,11 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct sroce_qp, ibqp);
 }
 
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
 static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct sroce_cq, ibcq);
@@ -359,6 +386,16 @@ bool sroce_resp_continue(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 void sroce_comp_send_done(struct sroce_qp *qp);
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
+
+/* sroce_srq.c */
+int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+bool sroce_srq_take(struct sroce_srq *srq, void *wqe);
+u32 sroce_recv_slot_size(u32 max_sge);
 
 /* sroce_qp.c */
 void sroce_qp_put(struct sroce_qp *qp);

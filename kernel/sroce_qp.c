@@ -25,12 +25,6 @@ static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)
 	return ALIGN(sizeof(struct sroce_send_wqe) + payload, 64);
 }
 
-static u32 sroce_recv_slot_size(const struct ib_qp_cap *cap)
-{
-	return roundup_pow_of_two(sizeof(struct sroce_recv_wqe) +
-				  cap->max_recv_sge * sizeof(struct sroce_sge));
-}
-
 static int sroce_qp_check_cap(const struct ib_qp_cap *cap)
 {
 	if (cap->max_send_wr > SROCE_MAX_QP_WR ||
@@ -49,18 +43,39 @@ static int sroce_qp_check_cap(const struct ib_qp_cap *cap)
 static void sroce_qp_real_cap(struct sroce_qp *qp, struct ib_qp_cap *cap)
 {
 	u32 send_room = qp->sq.slot_size - sizeof(struct sroce_send_wqe);
-	u32 recv_room = qp->rq.slot_size - sizeof(struct sroce_recv_wqe);
 
 	cap->max_send_wr = qp->sq.num_slots;
-	cap->max_recv_wr = qp->rq.num_slots;
 	cap->max_send_sge = min_t(u32, SROCE_MAX_SGE,
 				  send_room / sizeof(struct sroce_sge));
-	cap->max_recv_sge = min_t(u32, SROCE_MAX_SGE,
-				  recv_room / sizeof(struct sroce_sge));
 	cap->max_inline_data = min_t(u32, SROCE_MAX_INLINE, send_room);
+	/* With an SRQ the QP has no receive queue of its own. */
+	cap->max_recv_wr = qp->rq.num_slots;
+	cap->max_recv_sge = qp->rq.num_slots ?
+		min_t(u32, SROCE_MAX_SGE,
+		      (qp->rq.slot_size - sizeof(struct sroce_recv_wqe)) /
+			      sizeof(struct sroce_sge)) : 0;
 }
 
 static void sroce_qp_work(struct work_struct *work);
+
+static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+{
+	struct ib_event ev = {
+		.device = qp->ibqp.device,
+		.event = type,
+		.element.qp = &qp->ibqp,
+	};
+
+	if (qp->ibqp.event_handler)
+		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
+}
+
+/* A QP of an SRQ takes no more WQEs from it once in error: say so. */
+static void sroce_qp_entered_error(struct sroce_qp *qp)
+{
+	if (qp->ibqp.srq)
+		sroce_qp_event(qp, IB_EVENT_QP_LAST_WQE_REACHED);
+}
 
 static void sroce_qp_timer(struct timer_list *t)
 {
@@ -91,7 +106,8 @@ static void sroce_qp_publish_state(struct sroce_qp *qp)
 	enum ib_qp_state state = qp->attr.qp_state;
 
 	WRITE_ONCE(qp->sq.hdr->qp_state, state);
-	WRITE_ONCE(qp->rq.hdr->flush, state == IB_QPS_ERR);
+	if (qp->rq.hdr)
+		WRITE_ONCE(qp->rq.hdr->flush, state == IB_QPS_ERR);
 	smp_mb(); /* the state is visible before the engine looks at rings */
 }
 
@@ -113,8 +129,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	default:
 		return -EOPNOTSUPP;
 	}
-	/* Kernel QPs, SRQs and create flags come later. */
-	if (!udata || init->srq || init->create_flags)
+	/* Kernel QPs and create flags come later. */
+	if (!udata || init->create_flags)
 		return -EOPNOTSUPP;
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
@@ -135,17 +151,22 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			      sroce_send_slot_size(&init->cap));
 	if (err)
 		goto err_count;
-	err = sroce_ring_init(&qp->rq, &uctx->ibuc,
-			      roundup_pow_of_two(max(init->cap.max_recv_wr, 1U)),
-			      sroce_recv_slot_size(&init->cap));
-	if (err)
-		goto err_sq;
+	if (!init->srq) {
+		err = sroce_ring_init(&qp->rq, &uctx->ibuc,
+				      roundup_pow_of_two(max(init->cap.max_recv_wr,
+							     1U)),
+				      sroce_recv_slot_size(init->cap.max_recv_sge));
+		if (err)
+			goto err_sq;
+	}
 
 	err = -ENOMEM;
 	qp->sq_copy = kvzalloc(array_size(qp->sq.num_slots, qp->sq.slot_size),
 			       GFP_KERNEL);
 	qp->swqe = kvcalloc(qp->sq.num_slots, sizeof(*qp->swqe), GFP_KERNEL);
-	qp->resp.rwqe = kzalloc(qp->rq.slot_size, GFP_KERNEL);
+	qp->resp.rwqe = kzalloc(init->srq ?
+					to_ssrq(init->srq)->ring.slot_size :
+					qp->rq.slot_size, GFP_KERNEL);
 	if (!qp->sq_copy || !qp->swqe || !qp->resp.rwqe)
 		goto err_mem;
 	refcount_set(&qp->ref, 1);
@@ -170,7 +191,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	ibqp->qp_num = qpn;
 
 	sroce_ring_geom(&qp->sq, &resp.sq);
-	sroce_ring_geom(&qp->rq, &resp.rq);
+	if (qp->rq.hdr)
+		sroce_ring_geom(&qp->rq, &resp.rq);
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
 		goto err_qpn;
@@ -317,8 +339,10 @@ static void sroce_qp_reset(struct sroce_qp *qp)
 	qp->sq_comp = qp->sq_cons;
 	qp->req.next = qp->sq_cons;
 	sroce_ring_store_cons(&qp->sq, qp->sq_cons);
-	qp->rq_cons = sroce_ring_load_prod(&qp->rq);
-	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	if (qp->rq.hdr) {
+		qp->rq_cons = sroce_ring_load_prod(&qp->rq);
+		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	}
 }
 
 /* Path parameters once the QP knows where it sends. */
@@ -379,8 +403,10 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->req.retries = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
 		qp->req.rnr_retries = attr->rnr_retry;
-	if (next == IB_QPS_ERR && cur != IB_QPS_ERR)
+	if (next == IB_QPS_ERR && cur != IB_QPS_ERR) {
 		sroce_resp_reset(qp);
+		sroce_qp_entered_error(qp);
+	}
 	sroce_qp_publish_state(qp);
 	if (next != cur)
 		queue_work(sroce_wq, &qp->work);
@@ -470,6 +496,7 @@ void sroce_qp_error(struct sroce_qp *qp)
 	qp->attr.qp_state = IB_QPS_ERR;
 	sroce_resp_reset(qp);
 	sroce_qp_publish_state(qp);
+	sroce_qp_entered_error(qp);
 	queue_work(sroce_wq, &qp->work);
 }
 
@@ -528,25 +555,17 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 		};
 
 		qp->resp.rwqe_valid = false;
-		qp->rq_cons++;
-		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+		if (qp->rq.hdr) {
+			qp->rq_cons++;
+			sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+		}
 		if (sroce_cq_post(rcq, &cqe, false))
 			return;
 	}
-	sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
+	if (qp->rq.hdr)
+		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }
 
-static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
-{
-	struct ib_event ev = {
-		.device = qp->ibqp.device,
-		.event = type,
-		.element.qp = &qp->ibqp,
-	};
-
-	if (qp->ibqp.event_handler)
-		qp->ibqp.event_handler(&ev, qp->ibqp.qp_context);
-}
 
 /* Packets processed per run of the engine before it lets others run. */
 #define SROCE_RX_BUDGET 64
@@ -632,7 +651,7 @@ static void sroce_qp_run(struct sroce_qp *qp)
 	    (qp->attr.qp_state == IB_QPS_RTS ||
 	     qp->attr.qp_state == IB_QPS_ERR) &&
 	    (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
-	     (qp->attr.qp_state == IB_QPS_ERR &&
+	     (qp->attr.qp_state == IB_QPS_ERR && qp->rq.hdr &&
 	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
 		queue_work(sroce_wq, &qp->work);
 out:

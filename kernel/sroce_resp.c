@@ -64,13 +64,21 @@ static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 	sroce_resp_xmit(qp, skb);
 }
 
-/* Take the next receive WQE into resp.rwqe. Return: false if none. */
+/* Take the next receive WQE (RQ or SRQ) into resp.rwqe. */
 static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 {
-	u32 prod = sroce_ring_load_prod(&qp->rq);
+	u32 prod;
 
 	if (qp->resp.rwqe_valid)
 		return true;
+	if (qp->ibqp.srq) {
+		if (!sroce_srq_take(to_ssrq(qp->ibqp.srq), qp->resp.rwqe))
+			return false;
+		qp->resp.rwqe_valid = true;
+		qp->resp.offset = 0;
+		return true;
+	}
+	prod = sroce_ring_load_prod(&qp->rq);
 	if (prod == qp->rq_cons || prod - qp->rq_cons > qp->rq.num_slots)
 		return false;
 	memcpy(qp->resp.rwqe, sroce_ring_slot(&qp->rq, qp->rq_cons),
@@ -100,8 +108,10 @@ static void sroce_resp_complete_from(struct sroce_qp *qp,
 
 	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
-	qp->rq_cons++;
-	sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	if (!qp->ibqp.srq) {
+		qp->rq_cons++;
+		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	}
 	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
 }
 
@@ -121,6 +131,13 @@ static void sroce_resp_complete_ud(struct sroce_qp *qp, u32 byte_len, u32 ex,
 				 flags, src_qp, solicited);
 }
 
+/* SGEs a receive WQE may have: the RQ's or the SRQ's. */
+static u32 sroce_resp_max_sge(struct sroce_qp *qp)
+{
+	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq)->max_sge :
+			      qp->cap.max_recv_sge;
+}
+
 /* Copy payload into resp.rwqe's buffers; map a failure to its result. */
 static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 					      struct sk_buff *skb)
@@ -131,7 +148,7 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 
 	if (!paylen)
 		return SROCE_RESP_OK;
-	if (rwqe->num_sge > qp->cap.max_recv_sge) {
+	if (rwqe->num_sge > sroce_resp_max_sge(qp)) {
 		sroce_resp_complete(qp, IB_WC_LOC_QP_OP_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
 		return SROCE_RESP_NAK_OP;
@@ -429,7 +446,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 		memcpy(grh + 20, skb_network_header(skb), sizeof(struct iphdr));
 	else
 		memcpy(grh, skb_network_header(skb), sizeof(struct ipv6hdr));
-	err = rwqe->num_sge > qp->cap.max_recv_sge ? -EINVAL :
+	err = rwqe->num_sge > sroce_resp_max_sge(qp) ? -EINVAL :
 		sroce_qp_copy_sges(qp, (const void *)(rwqe + 1),
 				   rwqe->num_sge, 0, grh, sizeof(grh), true);
 	if (!err && pkt->paylen)

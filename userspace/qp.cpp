@@ -436,7 +436,8 @@ void set_ex_ops(qp *q)
 bool attach_rings(qp *q, int cmd_fd, const sroce_create_qp_resp &r) noexcept
 {
 	if (!q->sq.attach(cmd_fd, r.sq, sizeof(sroce_send_wqe)) ||
-	    !q->rq.attach(cmd_fd, r.rq, sizeof(sroce_recv_wqe))) {
+	    (r.rq.num_slots &&
+	     !q->rq.r.attach(cmd_fd, r.rq, sizeof(sroce_recv_wqe)))) {
 		int saved = errno;
 		ibv_cmd_destroy_qp(&q->vqp.qp);
 		errno = saved;
@@ -453,13 +454,13 @@ qp *new_qp() noexcept
 		return nullptr;
 	}
 	pthread_spin_init(&q->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&q->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&q->rq.lock, PTHREAD_PROCESS_PRIVATE);
 	return q;
 }
 
 void free_qp(qp *q) noexcept
 {
-	pthread_spin_destroy(&q->rq_lock);
+	pthread_spin_destroy(&q->rq.lock);
 	pthread_spin_destroy(&q->sq_lock);
 	delete q;
 }
@@ -483,6 +484,7 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept
 		return nullptr;
 	}
 	q->cap = attr->cap;
+	q->rq.max_sge = attr->cap.max_recv_sge;
 	return &q->vqp.qp;
 }
 
@@ -523,6 +525,7 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		return nullptr;
 	}
 	q->cap = attr->cap;
+	q->rq.max_sge = attr->cap.max_recv_sge;
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		q->send_ops = attr->send_ops_flags;
 		set_ex_ops(q);
@@ -585,48 +588,22 @@ int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept
 {
 	qp *q = to_qp(ibqp);
-	int ret = 0;
+	bool published;
 
-	pthread_spin_lock(&q->rq_lock);
-	uint32_t start = q->rq_prod;
-	if (qp_state(q) == IBV_QPS_RESET)
-		ret = EINVAL;
-	for (; wr && !ret; wr = wr->next) {
-		if (wr->num_sge < 0 ||
-		    uint32_t(wr->num_sge) > q->cap.max_recv_sge) {
-			ret = EINVAL;
-			break;
-		}
-		if (ring_full(q->rq, q->rq_prod)) {
-			ret = ENOMEM;
-			break;
-		}
-		auto *wqe = static_cast<sroce_recv_wqe *>(q->rq.slot(q->rq_prod));
-		wqe->wr_id = wr->wr_id;
-		wqe->num_sge = wr->num_sge;
-		wqe->reserved = 0;
-		auto *sges = reinterpret_cast<sroce_sge *>(wqe + 1);
-		for (int i = 0; i < wr->num_sge; i++)
-			sges[i] = { wr->sg_list[i].addr, wr->sg_list[i].length,
-				    wr->sg_list[i].lkey };
-		q->rq_prod++;
+	// No receive queue of its own (SRQ), or not yet usable (RESET).
+	if (!q->rq.r.map || qp_state(q) == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
 	}
-	bool flush = false;
-	if (q->rq_prod != start) {
-		sroce_ring_hdr *hdr = q->rq.hdr();
-		shared(hdr->prod).store(q->rq_prod, std::memory_order_seq_cst);
-		flush = shared(hdr->flush).load(std::memory_order_seq_cst);
-	}
-	pthread_spin_unlock(&q->rq_lock);
+	int ret = post_recv_wrs(q->rq, wr, bad_wr, &published);
 
 	// In the error state the kernel must see the WR to flush it.
-	if (flush) {
+	if (published &&
+	    shared(q->rq.r.hdr()->flush).load(std::memory_order_seq_cst)) {
 		int db = ring_doorbell(q);
 		if (!ret)
 			ret = db;
 	}
-	if (ret)
-		*bad_wr = wr;
 	return ret;
 }
 

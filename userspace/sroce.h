@@ -127,6 +127,19 @@ struct cq {
 	bool single_threaded = false; // no lock between start and end_poll
 };
 
+// Receive WQEs posted into a ring (a QP's RQ or an SRQ).
+struct recv_queue {
+	pthread_spinlock_t lock; // serialises posters; protects prod
+	ring r;
+	uint32_t prod = 0;
+	uint32_t max_sge = 0;
+};
+
+struct srq {
+	verbs_srq vsrq;
+	recv_queue rq;
+};
+
 struct ah {
 	ibv_ah ibah;
 	uint32_t ah_num; // names the AH in UD send WQEs
@@ -135,11 +148,9 @@ struct ah {
 struct qp {
 	verbs_qp vqp;
 	pthread_spinlock_t sq_lock; // serialises senders; protects sq_prod
-	pthread_spinlock_t rq_lock; // serialises receivers; protects rq_prod
 	ring sq;
-	ring rq;
 	uint32_t sq_prod = 0;
-	uint32_t rq_prod = 0;
+	recv_queue rq; // unmapped when the QP uses an SRQ
 	ibv_qp_cap cap{};
 	// The ibv_wr_* API, between wr_start and wr_complete/wr_abort:
 	uint64_t send_ops = 0;	 // IBV_QP_EX_WITH_* allowed
@@ -165,6 +176,11 @@ inline cq *to_cq(ibv_cq *ibcq)
 	return reinterpret_cast<cq *>(ibcq);
 }
 
+inline srq *to_srq(ibv_srq *ibsrq)
+{
+	return reinterpret_cast<srq *>(ibsrq);
+}
+
 inline qp *to_qp(ibv_qp *ibqp)
 {
 	return reinterpret_cast<qp *>(ibqp);
@@ -179,6 +195,17 @@ int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 int destroy_qp(ibv_qp *ibqp) noexcept;
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
+
+// srq.cpp
+ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept;
+int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int mask) noexcept;
+int query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) noexcept;
+int destroy_srq(ibv_srq *ibsrq) noexcept;
+int post_srq_recv(ibv_srq *ibsrq, ibv_recv_wr *wr,
+		  ibv_recv_wr **bad_wr) noexcept;
+// Post @wr into @q; returns 0 or the errno, *bad_wr set on failure.
+int post_recv_wrs(recv_queue &q, ibv_recv_wr *wr, ibv_recv_wr **bad_wr,
+		  bool *published) noexcept;
 
 // cq.cpp
 ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,

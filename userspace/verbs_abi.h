@@ -287,6 +287,19 @@ struct ibv_query_qp {
 	ib_uverbs_query_qp core_payload;
 };
 
+struct ibv_create_srq {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_create_srq core_payload;
+};
+struct ibv_modify_srq {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_modify_srq core_payload;
+};
+struct ibv_query_srq {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_query_srq core_payload;
+};
+
 // libibverbs entry points for providers (symbol version IBVERBS_PRIVATE_34).
 void verbs_register_driver_34(const verbs_device_ops *ops);
 void *_verbs_init_and_alloc_context(ibv_device *device, int cmd_fd,
@@ -337,6 +350,15 @@ int ibv_cmd_destroy_qp(ibv_qp *qp);
 int ibv_cmd_create_ah(ibv_pd *pd, ibv_ah *ah, ibv_ah_attr *attr,
 		      ib_uverbs_create_ah_resp *resp, size_t resp_size);
 int ibv_cmd_destroy_ah(ibv_ah *ah);
+int ibv_cmd_create_srq(ibv_pd *pd, ibv_srq *srq, ibv_srq_init_attr *attr,
+		       struct ibv_create_srq *cmd, size_t cmd_size,
+		       ib_uverbs_create_srq_resp *resp, size_t resp_size);
+int ibv_cmd_modify_srq(ibv_srq *srq, ibv_srq_attr *srq_attr,
+		       int srq_attr_mask, struct ibv_modify_srq *cmd,
+		       size_t cmd_size);
+int ibv_cmd_query_srq(ibv_srq *srq, ibv_srq_attr *srq_attr,
+		      struct ibv_query_srq *cmd, size_t cmd_size);
+int ibv_cmd_destroy_srq(ibv_srq *srq);
 int ibv_cmd_create_cq(ibv_context *context, int cqe,
 		      ibv_comp_channel *channel, int comp_vector, ibv_cq *cq,
 		      struct ibv_create_cq *cmd, size_t cmd_size,
@@ -423,5 +445,8 @@ static_assert(sizeof(struct ibv_reg_mr) == 48);
 static_assert(sizeof(struct ibv_create_qp) == 64);
 static_assert(sizeof(struct ibv_modify_qp) == 120);
 static_assert(sizeof(struct ibv_query_qp) == 24);
+static_assert(sizeof(struct ibv_create_srq) == 40);
+static_assert(sizeof(struct ibv_modify_srq) == 24);
+static_assert(sizeof(struct ibv_query_srq) == 24);
 static_assert(sizeof(struct ibv_resize_cq) == 24);
 static_assert(sizeof(struct ibv_create_cq_ex) == 56);

@@ -1,6 +1,7 @@
 # ibverbs-utils over sroce0 (client and server in the VM, data checked with
 # -c): ibv_rc_pingpong and ibv_uc_pingpong at MTU 1024 and 4096, and
-# ibv_ud_pingpong (address handles, GRH) with 1 KB and 4 KB messages.
+# ibv_ud_pingpong (address handles, GRH) with 1 KB and 4 KB messages, and
+# ibv_srq_pingpong (8 QPs on one SRQ), polling and with completion events.
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link set eth0 mtu 1500' EXIT
 ip link set eth0 mtu 9000
@@ -20,5 +21,7 @@ for mtu in 1024 4096; do
 	pair ibv_rc_pingpong -d sroce0 -g 1 -n 200 -s 10000 -m $mtu -c
 	pair ibv_uc_pingpong -d sroce0 -g 1 -n 200 -s 4000 -m $mtu -c
 done
+pair ibv_srq_pingpong -d sroce0 -g 1 -n 200 -s 5000 -q 8
+pair ibv_srq_pingpong -d sroce0 -g 1 -n 200 -s 5000 -q 8 -e
 pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 1000 -c
 pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 4000 -c

@@ -187,6 +187,11 @@ struct sroce_create_ah_resp {
 	__u32 reserved;
 };
 
+/* Response to CREATE_SRQ (after the core response); slots are receive WQEs. */
+struct sroce_create_srq_resp {
+	struct sroce_ring_geom ring;
+};
+
 /* Response to CREATE_QP (after the core response). */
 struct sroce_create_qp_resp {
 	struct sroce_ring_geom sq;
