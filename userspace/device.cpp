@@ -47,7 +47,9 @@ void free_context(ibv_context *ibctx) noexcept
 }
 
 const verbs_context_ops context_ops = {
+	.alloc_parent_domain = alloc_parent_domain,
 	.alloc_pd = alloc_pd,
+	.alloc_td = alloc_td,
 	.create_ah = create_ah,
 	.create_cq = create_cq,
 	.create_cq_ex = create_cq_ex,
@@ -55,6 +57,7 @@ const verbs_context_ops context_ops = {
 	.create_qp_ex = create_qp_ex,
 	.create_srq = create_srq,
 	.dealloc_pd = dealloc_pd,
+	.dealloc_td = dealloc_td,
 	.dereg_mr = dereg_mr,
 	.destroy_ah = destroy_ah,
 	.destroy_cq = destroy_cq,

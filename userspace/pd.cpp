@@ -28,12 +28,79 @@ ibv_pd *alloc_pd(ibv_context *ibctx) noexcept
 	return &p->ibpd;
 }
 
+ibv_pd *alloc_parent_domain(ibv_context *ibctx,
+			    ibv_parent_domain_init_attr *attr) noexcept
+{
+	const uint32_t known = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
+
+	if (!attr->pd || attr->pd->context != ibctx) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	if (attr->comp_mask & ~known) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	auto *p = new (std::nothrow) pd{};
+	if (!p) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	// Same context and kernel handle as the contained PD.
+	p->ibpd.context = attr->pd->context;
+	p->ibpd.handle = attr->pd->handle;
+	p->parent_of = to_pd(attr->pd);
+	if (attr->td) {
+		p->thread_domain = reinterpret_cast<td *>(attr->td);
+		p->thread_domain->users++;
+	}
+	// Queue memory comes from the kernel (mmap), so there are no
+	// provider buffers for custom allocators to serve.
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		p->pd_context = attr->pd_context;
+	return &p->ibpd;
+}
+
 int dealloc_pd(ibv_pd *ibpd) noexcept
 {
+	pd *p = to_pd(ibpd);
+
+	if (p->parent_of) {
+		if (p->thread_domain)
+			p->thread_domain->users--;
+		delete p;
+		return 0;
+	}
 	int ret = ibv_cmd_dealloc_pd(ibpd);
 	if (ret)
 		return ret;
-	delete to_pd(ibpd);
+	delete p;
+	return 0;
+}
+
+ibv_td *alloc_td(ibv_context *ibctx, ibv_td_init_attr *attr) noexcept
+{
+	if (attr->comp_mask) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	auto *t = new (std::nothrow) td{};
+	if (!t) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	t->ibtd.context = ibctx;
+	return &t->ibtd;
+}
+
+int dealloc_td(ibv_td *ibtd) noexcept
+{
+	td *t = reinterpret_cast<td *>(ibtd);
+
+	if (t->users)
+		return EBUSY;
+	delete t;
 	return 0;
 }
 

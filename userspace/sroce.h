@@ -26,8 +26,19 @@ struct context {
 	verbs_context vctx; // libibverbs allocates us around this member
 };
 
+struct td {
+	ibv_td ibtd;
+	std::atomic<int> users{0}; // parent domains using it
+};
+
+// A PD, or a parent domain: a provider object that stands for its
+// contained PD (same kernel handle) and carries a thread domain and the
+// application's pd_context.
 struct pd {
 	ibv_pd ibpd;
+	pd *parent_of = nullptr; // the contained PD, for a parent domain
+	td *thread_domain = nullptr;
+	void *pd_context = nullptr;
 };
 
 // An mmap()ed area of the command fd, unmapped when it goes out of scope.
@@ -218,6 +229,10 @@ int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
 
 // pd.cpp: protection domains, memory regions, address handles
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
+ibv_pd *alloc_parent_domain(ibv_context *ibctx,
+			    ibv_parent_domain_init_attr *attr) noexcept;
+ibv_td *alloc_td(ibv_context *ibctx, ibv_td_init_attr *attr) noexcept;
+int dealloc_td(ibv_td *ibtd) noexcept;
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	       int access) noexcept;
