@@ -41,6 +41,8 @@
 #define SROCE_MAX_MR		0x100000
 #define SROCE_MAX_AH		0x10000
 #define SROCE_MAX_SRQ		0x4000
+#define SROCE_MAX_MCAST_GRP	0x2000
+#define SROCE_MAX_MCAST_QP_ATTACH 56
 #define SROCE_MAX_SRQ_WR	0x4000
 #define SROCE_MAX_MR_SIZE	BIT_ULL(40)
 #define SROCE_VENDOR_ID		0xffffff
@@ -63,6 +65,9 @@
  * @qp_next: next QP number to try, so that numbers are used round-robin
  * @num_ah: address handles on this device (bounded by SROCE_MAX_AH)
  * @num_srq: SRQs on this device (bounded by SROCE_MAX_SRQ)
+ * @mcast_lock: protects @mcast_groups and @num_mcast_grp (taken in softirq)
+ * @mcast_groups: the multicast groups QPs are attached to
+ * @num_mcast_grp: how many
  * @ah_xa: AH number -> struct sroce_ah (own xa_lock)
  * @ah_next: next AH number to try
  * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
@@ -86,6 +91,9 @@ struct sroce_dev {
 	u32 qp_next;
 	atomic_t num_ah;
 	atomic_t num_srq;
+	spinlock_t mcast_lock; /* see above */
+	struct list_head mcast_groups;
+	unsigned int num_mcast_grp;
 	struct xarray ah_xa;
 	u32 ah_next;
 };
@@ -386,6 +394,12 @@ bool sroce_resp_continue(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 void sroce_comp_send_done(struct sroce_qp *qp);
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
+
+/* sroce_mcast.c */
+int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
+		     const union ib_gid *dgid);
 
 /* sroce_srq.c */
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,

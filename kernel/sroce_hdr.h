@@ -17,6 +17,7 @@
 #define SROCE_PSN_MASK		0xffffff
 #define SROCE_QPN_MASK		0xffffff
 #define SROCE_GSI_QKEY		0x80010000
+#define SROCE_MCAST_QPN		0xffffff
 
 struct sroce_bth {
 	u8 opcode;

@@ -15,6 +15,8 @@
 #include <net/ipv6_stubs.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
+#include <net/ipv6.h>
+#include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
 #include "sroce.h"
@@ -35,6 +37,16 @@ static struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
 		qp = NULL;
 	xa_unlock_irqrestore(&sdev->qp_xa, flags);
 	return qp;
+}
+
+/* The destination address of a received packet, as a GID. */
+static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
+{
+	if (ip_hdr(skb)->version == 4)
+		ipv6_addr_set_v4mapped(ip_hdr(skb)->daddr,
+				       (struct in6_addr *)gid->raw);
+	else
+		memcpy(gid->raw, &ipv6_hdr(skb)->daddr, sizeof(gid->raw));
 }
 
 /**
@@ -76,6 +88,16 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	pkt->psn = be32_to_cpu(bth->apsn) & SROCE_PSN_MASK;
 	pkt->hdr_len = info->hdr_len;
 	pkt->paylen = len - info->hdr_len - pad - SROCE_ICRC_LEN;
+	if ((be32_to_cpu(bth->qpn) & SROCE_QPN_MASK) == SROCE_MCAST_QPN) {
+		union ib_gid dgid;
+
+		if (bth->opcode != SROCE_UD_SEND_ONLY &&
+		    bth->opcode != SROCE_UD_SEND_ONLY_IMM)
+			goto drop;
+		sroce_pkt_dgid(skb, &dgid);
+		sroce_mcast_rcv(sdev, skb, &dgid);
+		return;
+	}
 	pkt->qp = sroce_qp_get(sdev, be32_to_cpu(bth->qpn) & SROCE_QPN_MASK);
 	if (!pkt->qp)
 		goto drop;
@@ -131,6 +153,10 @@ static struct socket *sroce_udp_sock(struct net *net, bool ipv6)
 	if (err)
 		return ERR_PTR(err);
 	setup_udp_tunnel_sock(net, sock, &tnl);
+	/* Our own multicast is delivered locally by sroce_pkt_xmit(). */
+	inet_sk(sock->sk)->mc_loop = 0;
+	if (ipv6)
+		inet6_sk(sock->sk)->mc_loop = 0;
 	return sock;
 }
 
@@ -327,6 +353,19 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
 		sroce_rcv(sdev, skb, false);
 		return 0;
+	}
+	/*
+	 * Multicast also goes to our own members, here rather than by the
+	 * IP stack's multicast loop (which our sockets turn off).
+	 */
+	if (rdma_is_multicast_addr((struct in6_addr *)av->dgid.raw)) {
+		struct sk_buff *local = skb_copy(skb, GFP_KERNEL);
+
+		if (local) {
+			skb_pull(local, skb_transport_offset(local) +
+					sizeof(struct udphdr));
+			sroce_rcv(sdev, local, false);
+		}
 	}
 
 	skb->dev = sdev->ndev;

@@ -466,6 +466,121 @@ void t_rnr_retry(Pair &p)
 	CHECK(same(p.a, 0, p.b, 0, 500), "data differs");
 }
 
+// A UD QP of side @s, in RTS, with Q_Key 0x1234.
+ibv_qp *ud_qp(Side &s)
+{
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = s.cq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap = { 16, 16, 1, 1, 0 };
+	ibv_qp *qp = ibv_create_qp(s.pd, &ia);
+	if (!qp)
+		return nullptr;
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = 0x1234;
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						IBV_QP_PORT | IBV_QP_QKEY);
+	a.qp_state = IBV_QPS_RTR;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	CHECK(ret == 0, "UD QP to RTS: %s", strerror(ret));
+	return qp;
+}
+
+// UD multicast: a member receives (with the GRH), a non-member and a
+// detached QP do not; connected QPs cannot attach.
+void t_mcast(Pair &p)
+{
+	ibv_qp *sender = ud_qp(p.a), *member = ud_qp(p.b);
+	ibv_qp *other = ud_qp(p.b);
+	if (!sender || !member || !other)
+		return;
+	ibv_gid mgid{};
+	mgid.raw[10] = mgid.raw[11] = 0xff;
+	mgid.raw[12] = 239, mgid.raw[13] = 1, mgid.raw[14] = 2;
+	mgid.raw[15] = 3;
+	CHECK(ibv_attach_mcast(p.b.qp, &mgid, 0) == EINVAL,
+	      "an RC QP attached to a multicast group");
+	CHECK(ibv_attach_mcast(member, &mgid, 0) == 0, "attach: %s",
+	      strerror(errno));
+
+	ibv_ah_attr aa{};
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.dgid = mgid;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 1;
+	ibv_ah *ah = ibv_create_ah(p.a.pd, &aa);
+	CHECK(ah, "multicast AH: %s", strerror(errno));
+	if (!ah)
+		return;
+
+	auto send = [&](uint64_t id) {
+		fill(p.a, 0, 300, uint8_t(id));
+		ibv_sge sge = { uintptr_t(&p.a.buf[0]), 300, p.a.mr->lkey };
+		ibv_send_wr wr{}, *bad;
+		wr.wr_id = id;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.ud.ah = ah;
+		wr.wr.ud.remote_qpn = 0xffffff;
+		wr.wr.ud.remote_qkey = 0x1234;
+		CHECK(ibv_post_send(sender, &wr, &bad) == 0, "post to group");
+		ibv_wc sc{};
+		if (poll_one(p.a, sc))
+			CHECK(sc.wr_id == id && sc.status == IBV_WC_SUCCESS &&
+				      sc.qp_num == sender->qp_num,
+			      "send to group: wr_id %llu status %s",
+			      (unsigned long long)sc.wr_id,
+			      ibv_wc_status_str(sc.status));
+	};
+	auto recv = [&](ibv_qp *qp, uint64_t id) {
+		ibv_sge sge = { uintptr_t(&p.b.buf[0]), 400, p.b.mr->lkey };
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = id;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		CHECK(ibv_post_recv(qp, &wr, &bad) == 0, "post_recv");
+	};
+
+	recv(member, 70);
+	recv(other, 71);
+	send(80);
+	ibv_wc wc{};
+	if (poll_one(p.b, wc)) {
+		CHECK(wc.wr_id == 70 && wc.status == IBV_WC_SUCCESS &&
+			      wc.byte_len == 340 && (wc.wc_flags & IBV_WC_GRH) &&
+			      wc.src_qp == sender->qp_num,
+		      "member: wr_id %llu status %s len %u flags 0x%x",
+		      (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status), wc.byte_len, wc.wc_flags);
+		CHECK(same(p.a, 0, p.b, 40, 300), "multicast payload differs");
+	}
+	usleep(50000);
+	CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0,
+	      "a QP outside the group received (wr_id %llu)",
+	      (unsigned long long)wc.wr_id);
+
+	CHECK(ibv_detach_mcast(member, &mgid, 0) == 0, "detach");
+	CHECK(ibv_detach_mcast(member, &mgid, 0) == EINVAL, "detach twice");
+	recv(member, 72);
+	send(81);
+	usleep(50000);
+	CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0,
+	      "a detached QP received (wr_id %llu)",
+	      (unsigned long long)wc.wr_id);
+
+	ibv_destroy_ah(ah);
+	for (ibv_qp *q : { sender, member, other })
+		CHECK(ibv_destroy_qp(q) == 0, "destroy UD QP");
+}
+
 struct Test {
 	const char *name;
 	void (*fn)(Pair &);
@@ -499,6 +614,7 @@ const Test tests[] = {
 	{ "err_recv_len", t_err_recv_len, nullptr, false },
 	{ "err_rnr", t_err_rnr, no_rnr_retry, false },
 	{ "rnr_retry", t_rnr_retry, nullptr, false },
+	{ "mcast", t_mcast, nullptr, false },
 };
 
 } // namespace
