@@ -21,60 +21,80 @@ static const struct {
 	{ SROCE_OP_INV, sizeof(__be32) },
 };
 
-#define HLEN(f)								\
-	(sizeof(struct sroce_bth) +					\
-	 ((f) & SROCE_OP_DETH ? sizeof(struct sroce_deth) : 0) +	\
-	 ((f) & SROCE_OP_RETH ? sizeof(struct sroce_reth) : 0) +	\
-	 ((f) & SROCE_OP_ATMETH ? sizeof(struct sroce_atmeth) : 0) +	\
-	 ((f) & SROCE_OP_AETH ? sizeof(struct sroce_aeth) : 0) +	\
-	 ((f) & SROCE_OP_ATMACK ? sizeof(struct sroce_atmack) : 0) +	\
-	 ((f) & SROCE_OP_IMM ? 4 : 0) + ((f) & SROCE_OP_INV ? 4 : 0))
-
-#define OP(code, f) [code] = { .flags = (f) | SROCE_OP_VALID, .hdr_len = HLEN(f) }
-
 #define O_REQ	SROCE_OP_REQ
 #define O_FIRST	SROCE_OP_FIRST
 #define O_LAST	SROCE_OP_LAST
 #define O_ONLY	(SROCE_OP_FIRST | SROCE_OP_LAST)
-#define O_DATA	SROCE_OP_PAYLOAD
-#define O_SEND	(O_REQ | O_DATA | SROCE_OP_SEND)
-#define O_WRITE	(O_REQ | O_DATA | SROCE_OP_WRITE)
-#define O_RRESP	(O_DATA | SROCE_OP_READ)
+#define O_SEND	(SROCE_OP_REQ | SROCE_OP_PAYLOAD | SROCE_OP_SEND)
+#define O_WRITE	(SROCE_OP_REQ | SROCE_OP_PAYLOAD | SROCE_OP_WRITE)
+#define O_RRESP	(SROCE_OP_PAYLOAD | SROCE_OP_READ)
+#define O_IMM	SROCE_OP_IMM
+#define O_RETH	SROCE_OP_RETH
+#define O_UC	SROCE_UC
 
-/* The O_SEND and O_WRITE opcodes of RC, which UC shares at | 0x20. */
-#define SEND_WRITE_OPS(base)						\
-	OP((base) | SROCE_RC_SEND_FIRST, O_SEND | O_FIRST),			\
-	OP((base) | SROCE_RC_SEND_MIDDLE, O_SEND),			\
-	OP((base) | SROCE_RC_SEND_LAST, O_SEND | O_LAST),			\
-	OP((base) | SROCE_RC_SEND_LAST_IMM, O_SEND | O_LAST | SROCE_OP_IMM), \
-	OP((base) | SROCE_RC_SEND_ONLY, O_SEND | O_ONLY),			\
-	OP((base) | SROCE_RC_SEND_ONLY_IMM, O_SEND | O_ONLY | SROCE_OP_IMM), \
-	OP((base) | SROCE_RC_WRITE_FIRST, O_WRITE | O_FIRST | SROCE_OP_RETH), \
-	OP((base) | SROCE_RC_WRITE_MIDDLE, O_WRITE),			\
-	OP((base) | SROCE_RC_WRITE_LAST, O_WRITE | O_LAST),			\
-	OP((base) | SROCE_RC_WRITE_LAST_IMM, O_WRITE | O_LAST | SROCE_OP_IMM), \
-	OP((base) | SROCE_RC_WRITE_ONLY, O_WRITE | O_ONLY | SROCE_OP_RETH),	\
-	OP((base) | SROCE_RC_WRITE_ONLY_IMM,				\
-	   O_WRITE | O_ONLY | SROCE_OP_RETH | SROCE_OP_IMM)
-
-const struct sroce_opinfo sroce_opinfo[256] = {
-	SEND_WRITE_OPS(0),
-	OP(SROCE_RC_READ_REQ, O_REQ | O_ONLY | SROCE_OP_READ | SROCE_OP_RETH),
-	OP(SROCE_RC_READ_RESP_FIRST, O_RRESP | O_FIRST | SROCE_OP_AETH),
-	OP(SROCE_RC_READ_RESP_MIDDLE, O_RRESP),
-	OP(SROCE_RC_READ_RESP_LAST, O_RRESP | O_LAST | SROCE_OP_AETH),
-	OP(SROCE_RC_READ_RESP_ONLY, O_RRESP | O_ONLY | SROCE_OP_AETH),
-	OP(SROCE_RC_ACK, O_ONLY | SROCE_OP_AETH),
-	OP(SROCE_RC_ATOMIC_ACK,
-	   O_ONLY | SROCE_OP_ATOMIC | SROCE_OP_AETH | SROCE_OP_ATMACK),
-	OP(SROCE_RC_CMP_SWAP, O_REQ | O_ONLY | SROCE_OP_ATOMIC | SROCE_OP_ATMETH),
-	OP(SROCE_RC_FETCH_ADD, O_REQ | O_ONLY | SROCE_OP_ATOMIC | SROCE_OP_ATMETH),
-	OP(SROCE_RC_SEND_LAST_INV, O_SEND | O_LAST | SROCE_OP_INV),
-	OP(SROCE_RC_SEND_ONLY_INV, O_SEND | O_ONLY | SROCE_OP_INV),
-	SEND_WRITE_OPS(SROCE_UC),
-	OP(SROCE_UD_SEND_ONLY, O_SEND | O_ONLY | SROCE_OP_DETH),
-	OP(SROCE_UD_SEND_ONLY_IMM, O_SEND | O_ONLY | SROCE_OP_DETH | SROCE_OP_IMM),
+/* What each opcode is and carries; hdr_len is filled in by sroce_hdr_init(). */
+struct sroce_opinfo sroce_opinfo[256] = {
+	[SROCE_RC_SEND_FIRST]		= { O_SEND | O_FIRST },
+	[SROCE_RC_SEND_MIDDLE]		= { O_SEND },
+	[SROCE_RC_SEND_LAST]		= { O_SEND | O_LAST },
+	[SROCE_RC_SEND_LAST_IMM]	= { O_SEND | O_LAST | O_IMM },
+	[SROCE_RC_SEND_ONLY]		= { O_SEND | O_ONLY },
+	[SROCE_RC_SEND_ONLY_IMM]	= { O_SEND | O_ONLY | O_IMM },
+	[SROCE_RC_WRITE_FIRST]		= { O_WRITE | O_FIRST | O_RETH },
+	[SROCE_RC_WRITE_MIDDLE]		= { O_WRITE },
+	[SROCE_RC_WRITE_LAST]		= { O_WRITE | O_LAST },
+	[SROCE_RC_WRITE_LAST_IMM]	= { O_WRITE | O_LAST | O_IMM },
+	[SROCE_RC_WRITE_ONLY]		= { O_WRITE | O_ONLY | O_RETH },
+	[SROCE_RC_WRITE_ONLY_IMM]	= { O_WRITE | O_ONLY | O_RETH | O_IMM },
+	[SROCE_RC_READ_REQ]		= { O_REQ | O_ONLY | SROCE_OP_READ |
+					    O_RETH },
+	[SROCE_RC_READ_RESP_FIRST]	= { O_RRESP | O_FIRST | SROCE_OP_AETH },
+	[SROCE_RC_READ_RESP_MIDDLE]	= { O_RRESP },
+	[SROCE_RC_READ_RESP_LAST]	= { O_RRESP | O_LAST | SROCE_OP_AETH },
+	[SROCE_RC_READ_RESP_ONLY]	= { O_RRESP | O_ONLY | SROCE_OP_AETH },
+	[SROCE_RC_ACK]			= { O_ONLY | SROCE_OP_AETH },
+	[SROCE_RC_ATOMIC_ACK]		= { O_ONLY | SROCE_OP_ATOMIC |
+					    SROCE_OP_AETH | SROCE_OP_ATMACK },
+	[SROCE_RC_CMP_SWAP]		= { O_REQ | O_ONLY | SROCE_OP_ATOMIC |
+					    SROCE_OP_ATMETH },
+	[SROCE_RC_FETCH_ADD]		= { O_REQ | O_ONLY | SROCE_OP_ATOMIC |
+					    SROCE_OP_ATMETH },
+	[SROCE_RC_SEND_LAST_INV]	= { O_SEND | O_LAST | SROCE_OP_INV },
+	[SROCE_RC_SEND_ONLY_INV]	= { O_SEND | O_ONLY | SROCE_OP_INV },
+	[O_UC | SROCE_RC_SEND_FIRST]	= { O_SEND | O_FIRST },
+	[O_UC | SROCE_RC_SEND_MIDDLE]	= { O_SEND },
+	[O_UC | SROCE_RC_SEND_LAST]	= { O_SEND | O_LAST },
+	[O_UC | SROCE_RC_SEND_LAST_IMM]	= { O_SEND | O_LAST | O_IMM },
+	[O_UC | SROCE_RC_SEND_ONLY]	= { O_SEND | O_ONLY },
+	[O_UC | SROCE_RC_SEND_ONLY_IMM]	= { O_SEND | O_ONLY | O_IMM },
+	[O_UC | SROCE_RC_WRITE_FIRST]	= { O_WRITE | O_FIRST | O_RETH },
+	[O_UC | SROCE_RC_WRITE_MIDDLE]	= { O_WRITE },
+	[O_UC | SROCE_RC_WRITE_LAST]	= { O_WRITE | O_LAST },
+	[O_UC | SROCE_RC_WRITE_LAST_IMM] = { O_WRITE | O_LAST | O_IMM },
+	[O_UC | SROCE_RC_WRITE_ONLY]	= { O_WRITE | O_ONLY | O_RETH },
+	[O_UC | SROCE_RC_WRITE_ONLY_IMM] = { O_WRITE | O_ONLY | O_RETH | O_IMM },
+	[SROCE_UD_SEND_ONLY]		= { O_SEND | O_ONLY | SROCE_OP_DETH },
+	[SROCE_UD_SEND_ONLY_IMM]	= { O_SEND | O_ONLY | SROCE_OP_DETH |
+					    O_IMM },
 };
+
+/* Mark the opcodes valid and compute their header lengths (module load). */
+void sroce_hdr_init(void)
+{
+	int op, i;
+
+	for (op = 0; op < ARRAY_SIZE(sroce_opinfo); op++) {
+		struct sroce_opinfo *info = &sroce_opinfo[op];
+
+		if (!info->flags)
+			continue;
+		info->flags |= SROCE_OP_VALID;
+		info->hdr_len = sizeof(struct sroce_bth);
+		for (i = 0; i < ARRAY_SIZE(sroce_ext_hdrs); i++)
+			if (info->flags & sroce_ext_hdrs[i].flag)
+				info->hdr_len += sroce_ext_hdrs[i].len;
+	}
+}
 
 /**
  * sroce_hdr_offset - where an extended header starts

@@ -126,7 +126,9 @@ struct sroce_opinfo {
 	u8 hdr_len;		/* BTH and every extended header */
 };
 
-extern const struct sroce_opinfo sroce_opinfo[256];
+/* Written once by sroce_hdr_init() at module load, read-only after. */
+extern struct sroce_opinfo sroce_opinfo[256];
+void sroce_hdr_init(void);
 
 /* Offset of an extended header within the transport headers. */
 unsigned int sroce_hdr_offset(u8 opcode, u16 which);

@@ -250,6 +250,7 @@ static int __init sroce_init(void)
 {
 	int err;
 
+	sroce_hdr_init();
 	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!sroce_wq)
 		return -ENOMEM;

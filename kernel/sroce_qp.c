@@ -566,7 +566,6 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }
 
-
 /* Packets processed per run of the engine before it lets others run. */
 #define SROCE_RX_BUDGET 64
 

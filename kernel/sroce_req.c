@@ -185,15 +185,14 @@ static void sroce_req_headers(struct sk_buff *skb,
 	}
 	if (flags & SROCE_OP_ATMETH) {
 		struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
+		bool cas = wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP;
 
 		a->va = cpu_to_be64(wqe->wr.atomic.remote_addr);
 		a->rkey = cpu_to_be32(wqe->wr.atomic.rkey);
-		a->swap_add = cpu_to_be64(
-			wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
-				wqe->wr.atomic.swap : wqe->wr.atomic.compare_add);
-		a->compare = cpu_to_be64(
-			wqe->opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ?
-				wqe->wr.atomic.compare_add : 0);
+		/* FetchAdd carries its addend in the Swap/Add field. */
+		a->swap_add = cpu_to_be64(cas ? wqe->wr.atomic.swap :
+						wqe->wr.atomic.compare_add);
+		a->compare = cpu_to_be64(cas ? wqe->wr.atomic.compare_add : 0);
 	}
 	if (flags & SROCE_OP_IMM)
 		memcpy(sroce_pkt_hdr(skb, SROCE_OP_IMM), &wqe->ex,

@@ -409,9 +409,9 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 	u32 psn = SROCE_PKT(skb)->psn;
 
 	if (opcode == SROCE_RC_READ_REQ) {
-		if (!qp->resp.read_left &&
-		    sroce_resp_read(qp, skb, true) != SROCE_RESP_DONE)
-			return;
+		/* Answered again from memory, unless a READ is under way. */
+		if (!qp->resp.read_left)
+			sroce_resp_read(qp, skb, true);
 		return;
 	}
 	if (sroce_opinfo[opcode].flags & SROCE_OP_ATOMIC) {
@@ -468,6 +468,22 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 			       be32_to_cpu(deth->sqp) & SROCE_QPN_MASK,
 			       ((struct sroce_bth *)skb->data)->flags &
 				       SROCE_BTH_SE);
+}
+
+/*
+ * RC, a PSN other than the expected one: a duplicate is answered again,
+ * a packet ahead (something was lost) gets one sequence NAK.
+ */
+static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	if (sroce_psn_before(SROCE_PKT(skb)->psn, qp->resp.epsn)) {
+		sroce_resp_duplicate(qp, skb);
+		return;
+	}
+	if (!qp->resp.nak_sent)
+		sroce_resp_ack(qp, qp->resp.epsn,
+			       SROCE_AETH_NAK | SROCE_NAK_PSN_SEQ);
+	qp->resp.nak_sent = true;
 }
 
 /* Is @opcode of the QP's transport (RC 0x00, UC 0x20, UD 0x60)? */
@@ -582,23 +598,15 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	}
 
 	if (pkt->psn != qp->resp.epsn) {
-		if (qp->ibqp.qp_type == IB_QPT_UC) {
-			/* UC: drop the broken message, resync on a first. */
-			sroce_resp_abort_msg(qp);
-			if (!(flags & SROCE_OP_FIRST))
-				return;
-			qp->resp.epsn = pkt->psn;
-		} else if (sroce_psn_before(pkt->psn, qp->resp.epsn)) {
-			sroce_resp_duplicate(qp, skb);
-			return;
-		} else {
-			if (!qp->resp.nak_sent)
-				sroce_resp_ack(qp, qp->resp.epsn,
-					       SROCE_AETH_NAK |
-						       SROCE_NAK_PSN_SEQ);
-			qp->resp.nak_sent = true;
+		if (qp->ibqp.qp_type != IB_QPT_UC) {
+			sroce_resp_psn_error(qp, skb);
 			return;
 		}
+		/* UC: drop the broken message, resync on a first packet. */
+		sroce_resp_abort_msg(qp);
+		if (!(flags & SROCE_OP_FIRST))
+			return;
+		qp->resp.epsn = pkt->psn;
 	}
 	qp->resp.nak_sent = false;
 
