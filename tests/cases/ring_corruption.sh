@@ -1,0 +1,13 @@
+# An application that corrupts the rings it shares with the kernel gets an
+# error state or completion, never a kernel fault: a send producer index no
+# WQE could reach (QP to error), a WQE with a bad opcode and SGE count
+# (LOC_QP_OP_ERR, QP to error), a CQ consumer index no poller could publish
+# (IBV_EVENT_CQ_ERR). Everything still tears down.
+. "$(dirname "$0")/../lib.sh"
+link_add sroce0 eth0
+bad=
+for t in sq_index wqe cq_index; do
+	out=$(timeout 60 "$repo/tests/bin/sroce-corrupt" sroce0 $t 2>&1) ||
+		bad+="$t: $out"$'\n'
+done
+[ -z "$bad" ] || fail "$bad"

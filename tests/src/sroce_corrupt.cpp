@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-corrupt: an application that scribbles on the rings it shares with
+// the kernel must get error completions, an error state or an error event,
+// never a kernel fault. This test reaches the provider's ring structures
+// (userspace/sroce.h) the way a buggy application's stray stores would.
+//
+//   sroce-corrupt DEV sq_index|wqe|cq_index
+#include "../../userspace/sroce.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <poll.h>
+#include <string_view>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <rdma/rdma_user_ioctl_cmds.h>
+
+namespace {
+
+int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+// The doorbell as the provider rings it (SROCE_METHOD_QP_DOORBELL).
+int doorbell(ibv_qp *qp)
+{
+	with_drv_data<ib_uverbs_ioctl_hdr, ib_uverbs_attr> req{};
+	req.core()->length = sizeof(req);
+	req.core()->object_id = UVERBS_OBJECT_QP;
+	req.core()->method_id = SROCE_METHOD_QP_DOORBELL;
+	req.core()->num_attrs = 1;
+	req.drv.attr_id = SROCE_ATTR_DOORBELL_QP_HANDLE;
+	req.drv.data = qp->handle;
+	return ioctl(qp->context->cmd_fd, RDMA_VERBS_IOCTL, req.core());
+}
+
+ibv_qp_state state_of(ibv_qp *qp)
+{
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+	ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	return a.qp_state;
+}
+
+// An RC QP connected to itself, in RTS.
+ibv_qp *self_qp(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq)
+{
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = { 8, 8, 1, 1, 0 };
+	ibv_qp *qp = ibv_create_qp(pd, &ia);
+	if (!qp)
+		return nullptr;
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid);
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+						   IBV_QP_PATH_MTU |
+						   IBV_QP_DEST_QPN |
+						   IBV_QP_RQ_PSN |
+						   IBV_QP_MAX_DEST_RD_ATOMIC |
+						   IBV_QP_MIN_RNR_TIMER);
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.max_rd_atomic = 1;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+						   IBV_QP_RETRY_CNT |
+						   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						   IBV_QP_MAX_QP_RD_ATOMIC);
+	CHECK(ret == 0, "QP to RTS: %s", strerror(ret));
+	return qp;
+}
+
+bool wait_wc(ibv_cq *cq, ibv_wc &wc)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (ibv_poll_cq(cq, 1, &wc) == 1)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+// A producer index no WQE could have reached: the QP goes to error.
+void t_sq_index(ibv_context *, ibv_pd *, ibv_cq *, ibv_qp *qp)
+{
+	sroce::qp *q = sroce::to_qp(qp);
+	q->sq.hdr()->prod = q->sq_prod + 123457;
+	q->sq.hdr()->kernel_active = 0;
+	CHECK(doorbell(qp) == 0, "doorbell: %s", strerror(errno));
+	for (int i = 0; i < 1000 && state_of(qp) != IBV_QPS_ERR; i++)
+		usleep(1000);
+	CHECK(state_of(qp) == IBV_QPS_ERR, "QP state %d after a bad index",
+	      state_of(qp));
+}
+
+// A WQE with an unknown opcode and too many SGEs: LOC_QP_OP_ERR.
+void t_wqe(ibv_context *, ibv_pd *, ibv_cq *cq, ibv_qp *qp)
+{
+	sroce::qp *q = sroce::to_qp(qp);
+	auto *wqe = static_cast<sroce_send_wqe *>(q->sq.slot(q->sq_prod));
+	memset(wqe, 0xa5, q->sq.slot_size);
+	wqe->wr_id = 4242;
+	wqe->opcode = 99;
+	wqe->send_flags = IBV_SEND_SIGNALED;
+	wqe->num_sge = 1000;
+	q->sq_prod++;
+	q->sq.hdr()->prod = q->sq_prod;
+	CHECK(doorbell(qp) == 0, "doorbell: %s", strerror(errno));
+	ibv_wc wc{};
+	bool got = wait_wc(cq, wc);
+	CHECK(got, "no completion for a bad WQE");
+	if (got)
+		CHECK(wc.wr_id == 4242 && wc.status == IBV_WC_LOC_QP_OP_ERR,
+		      "wr_id %llu status %s", (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+	CHECK(state_of(qp) == IBV_QPS_ERR, "QP state %d", state_of(qp));
+}
+
+// A consumer index on the CQ no poller could have published: CQ error.
+void t_cq_index(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq, ibv_qp *qp)
+{
+	sroce::cq *c = sroce::to_cq(cq);
+	c->r.hdr()->cons = c->cons + 777777;
+
+	static char buf[64];
+	ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	ibv_sge sge = { uintptr_t(buf), 8, mr ? mr->lkey : 0 };
+	ibv_send_wr wr{}, *bad;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = uintptr_t(buf);
+	wr.wr.rdma.rkey = mr ? mr->rkey : 0;
+	CHECK(ibv_post_send(qp, &wr, &bad) == 0, "post");
+
+	bool got = false;
+	for (int i = 0; i < 50 && !got; i++) {
+		pollfd pfd = { ctx->async_fd, POLLIN, 0 };
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		ibv_async_event ev;
+		if (ibv_get_async_event(ctx, &ev))
+			break;
+		got = ev.event_type == IBV_EVENT_CQ_ERR;
+		ibv_ack_async_event(&ev);
+	}
+	CHECK(got, "no IBV_EVENT_CQ_ERR for a corrupt CQ consumer index");
+	if (mr)
+		ibv_dereg_mr(mr);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: sroce-corrupt DEV sq_index|wqe|cq_index\n");
+		return 2;
+	}
+	std::string_view t = argv[2];
+	auto fn = t == "sq_index" ? t_sq_index :
+		  t == "wqe"	  ? t_wqe :
+		  t == "cq_index" ? t_cq_index : nullptr;
+	if (!fn)
+		return 2;
+
+	ibv_context *ctx = nullptr;
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!ctx)
+		return 1;
+	ibv_pd *pd = ibv_alloc_pd(ctx);
+	ibv_cq *cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+	ibv_qp *qp = pd && cq ? self_qp(ctx, pd, cq) : nullptr;
+	if (qp)
+		fn(ctx, pd, cq, qp);
+	else
+		failures++;
+	// Everything still tears down.
+	if (qp)
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+	if (pd)
+		CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+	ibv_close_device(ctx);
+	if (!failures)
+		printf("%s ok\n", argv[2]);
+	return failures ? 1 : 0;
+}
