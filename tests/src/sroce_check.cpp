@@ -18,7 +18,7 @@
 //                                    posting rules, flush in the error state
 //   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ, an MR, a QP
 //                                    until the device goes away (DEVICE_FATAL)
-#include <infiniband/verbs.h>
+#include "check.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -35,38 +35,14 @@
 
 namespace {
 
-int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
-				#cond);                                        \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
-
 // Owns an open device context.
 class Context {
 public:
-	explicit Context(const char *name)
+	explicit Context(const char *name) : ctx_(open_device(name))
 	{
-		int n = 0;
-		ibv_device **list = ibv_get_device_list(&n);
-		if (!list) {
-			fprintf(stderr, "ibv_get_device_list: %s\n",
-				strerror(errno));
-			return;
-		}
-		for (int i = 0; i < n; i++)
-			if (!strcmp(ibv_get_device_name(list[i]), name))
-				ctx_ = ibv_open_device(list[i]);
 		if (!ctx_)
 			fprintf(stderr, "cannot open %s: %s\n", name,
 				strerror(errno));
-		ibv_free_device_list(list);
 	}
 	~Context()
 	{

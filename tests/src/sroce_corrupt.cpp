@@ -7,6 +7,7 @@
 //
 //   sroce-corrupt DEV sq_index|wqe|cq_index
 #include "../../userspace/sroce.h"
+#include "check.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -19,19 +20,6 @@
 #include <rdma/rdma_user_ioctl_cmds.h>
 
 namespace {
-
-int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
-				#cond);                                        \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 // The doorbell as the provider rings it (SROCE_METHOD_QP_DOORBELL).
 int doorbell(ibv_qp *qp)
@@ -194,14 +182,7 @@ int main(int argc, char **argv)
 	if (!fn)
 		return 2;
 
-	ibv_context *ctx = nullptr;
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
+	ibv_context *ctx = open_device(argv[1]);
 	if (!ctx)
 		return 1;
 	ibv_pd *pd = ibv_alloc_pd(ctx);

@@ -8,7 +8,7 @@
 //
 // TEST is one of the names in the table at the bottom; QP_TYPE is rc
 // (default) or uc; MTU is 256..4096 (default 1024).
-#include <infiniband/verbs.h>
+#include "check.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -21,19 +21,6 @@
 #include <vector>
 
 namespace {
-
-int failures;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
-				#cond);                                        \
-			fprintf(stderr, __VA_ARGS__);                          \
-			fputc('\n', stderr);                                   \
-			failures++;                                            \
-		}                                                              \
-	} while (0)
 
 const size_t kBuf = 1 << 20;
 
@@ -640,13 +627,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	for (int i = 0; list && i < n; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), argv[1]))
-			p.ctx = ibv_open_device(list[i]);
-	if (list)
-		ibv_free_device_list(list);
+	p.ctx = open_device(argv[1]);
 	if (!p.ctx) {
 		fprintf(stderr, "cannot open %s\n", argv[1]);
 		return 1;

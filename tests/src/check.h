@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// What every sroce test program shares: CHECK(), which counts a failure and
+// says what was expected and what came back, and opening a device by name.
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdio>
+#include <cstring>
+
+inline int failures;
+
+#define CHECK(cond, ...)                                                       \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, \
+				#cond);                                        \
+			fprintf(stderr, __VA_ARGS__);                          \
+			fputc('\n', stderr);                                   \
+			failures++;                                            \
+		}                                                              \
+	} while (0)
+
+// Opens the RDMA device called @name, or returns nullptr.
+inline ibv_context *open_device(const char *name)
+{
+	ibv_context *ctx = nullptr;
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+
+	for (int i = 0; list && i < n; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	return ctx;
+}
