@@ -150,6 +150,7 @@ struct sroce_swqe {
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left for the oldest WQE
  * @rnr_wait: sending is paused until @timer fires
+ * @timed_out: the retry timer fired (set by the timer, taken by the engine)
  */
 struct sroce_req {
 	u32 next;
@@ -159,6 +160,7 @@ struct sroce_req {
 	u8 retries;
 	u8 rnr_retries;
 	bool rnr_wait;
+	bool timed_out;
 };
 
 /**
@@ -252,6 +254,8 @@ struct sroce_ah {
  * @released: completed when @ref drops to zero
  * @rx_queue: received packets for the engine (own lock)
  * @timer: RNR back-off; queues @work when it fires
+ * @retry_timer: RC transport timer (attribute timeout); pushed forward by
+ *               every acknowledgment, it fires only when nothing came back
  * @mtu: bytes of payload per packet on the path
  * @loopback: the destination is one of our own GIDs
  * @sport: UDP source port of our packets
@@ -278,6 +282,7 @@ struct sroce_qp {
 	struct completion released;
 	struct sk_buff_head rx_queue;
 	struct timer_list timer;
+	struct timer_list retry_timer;
 	u32 mtu;
 	bool loopback;
 	u16 sport;
@@ -394,6 +399,8 @@ bool sroce_resp_continue(struct sroce_qp *qp);
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 void sroce_comp_send_done(struct sroce_qp *qp);
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
+void sroce_comp_arm_retry(struct sroce_qp *qp);
+void sroce_comp_timeout(struct sroce_qp *qp);
 
 /* sroce_mcast.c */
 int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);

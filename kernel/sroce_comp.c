@@ -72,6 +72,36 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 	}
 	qp->req.retries = qp->attr.retry_cnt;
 	qp->req.rnr_retries = qp->attr.rnr_retry;
+	/* Progress: the transport timer starts over. */
+	if (qp->ibqp.qp_type == IB_QPT_RC)
+		sroce_comp_arm_retry(qp);
+}
+
+/* Sent requests still owed an answer (RC). */
+static bool sroce_outstanding(struct sroce_qp *qp)
+{
+	return qp->sq_comp != qp->req.next || qp->req.sent;
+}
+
+/**
+ * sroce_comp_arm_retry - (re)start the transport timer
+ * @qp: an RC QP, its lock held
+ *
+ * The timer runs while requests are outstanding: 4.096 us * 2^timeout (the
+ * QP attribute; 0 means never), at least one jiffy.
+ */
+void sroce_comp_arm_retry(struct sroce_qp *qp)
+{
+	unsigned long usecs;
+
+	if (!qp->attr.timeout || !sroce_outstanding(qp) ||
+	    qp->attr.qp_state != IB_QPS_RTS) {
+		del_timer(&qp->retry_timer);
+		return;
+	}
+	usecs = (4096UL << qp->attr.timeout) / 1000;
+	mod_timer(&qp->retry_timer,
+		  jiffies + max(1UL, usecs_to_jiffies(usecs)));
 }
 
 /* UC and UD: a WQE is complete once sent. */
@@ -133,6 +163,27 @@ static void sroce_comp_fail(struct sroce_qp *qp, enum ib_wc_status status)
 {
 	sroce_qp_complete_send(qp, status);
 	sroce_qp_error(qp);
+}
+
+/*
+ * The transport timer fired with requests outstanding and nothing
+ * answered: send again from the oldest, or give up when the retries are
+ * spent (IB_WC_RETRY_EXC_ERR).
+ */
+void sroce_comp_timeout(struct sroce_qp *qp)
+{
+	struct sroce_swqe *sw;
+
+	if (qp->attr.qp_state != IB_QPS_RTS || !sroce_outstanding(qp))
+		return;
+	if (!qp->req.retries) {
+		sroce_comp_fail(qp, IB_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->req.retries--;
+	sw = &qp->swqe[qp->sq_comp & (qp->sq.num_slots - 1)];
+	sroce_go_back(qp, sw->first_psn);
+	sroce_comp_arm_retry(qp);
 }
 
 static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)

@@ -84,6 +84,14 @@ static void sroce_qp_timer(struct timer_list *t)
 	queue_work(sroce_wq, &qp->work);
 }
 
+static void sroce_qp_retry_timer(struct timer_list *t)
+{
+	struct sroce_qp *qp = from_timer(qp, t, retry_timer);
+
+	WRITE_ONCE(qp->req.timed_out, true);
+	queue_work(sroce_wq, &qp->work);
+}
+
 void sroce_qp_put(struct sroce_qp *qp)
 {
 	if (refcount_dec_and_test(&qp->ref))
@@ -173,6 +181,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	init_completion(&qp->released);
 	skb_queue_head_init(&qp->rx_queue);
 	timer_setup(&qp->timer, sroce_qp_timer, 0);
+	timer_setup(&qp->retry_timer, sroce_qp_retry_timer, 0);
 	qp->resp.opcode = -1;
 	qp->attr.qp_state = IB_QPS_RESET;
 	qp->attr.path_mtu = IB_MTU_1024;
@@ -223,11 +232,13 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	qp->destroyed = true;
 	mutex_unlock(&qp->lock);
 	del_timer_sync(&qp->timer);
+	del_timer_sync(&qp->retry_timer);
 	sroce_qp_put(qp);
 	queue_work(sroce_wq, &qp->work);
 	wait_for_completion(&qp->released);
 	cancel_work_sync(&qp->work);
 	del_timer_sync(&qp->timer);
+	del_timer_sync(&qp->retry_timer);
 
 	sroce_resp_reset(qp);
 	kfree(qp->resp.rwqe);
@@ -331,6 +342,7 @@ static void sroce_qp_apply_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 static void sroce_qp_reset(struct sroce_qp *qp)
 {
 	del_timer(&qp->timer);
+	del_timer(&qp->retry_timer);
 	memset(&qp->req, 0, sizeof(qp->req));
 	sroce_resp_reset(qp);
 	qp->resp.epsn = 0;
@@ -615,6 +627,8 @@ static void sroce_qp_run(struct sroce_qp *qp)
 		sroce_qp_purge(qp);
 		goto out;
 	}
+	if (qp->attr.qp_state != IB_QPS_RTS)
+		del_timer(&qp->retry_timer);
 
 	sroce_qp_rx(qp);
 
@@ -626,6 +640,11 @@ static void sroce_qp_run(struct sroce_qp *qp)
 	case IB_QPS_RTS:
 		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
 			qp->req.rnr_wait = false;
+		if (READ_ONCE(qp->req.timed_out)) {
+			WRITE_ONCE(qp->req.timed_out, false);
+			if (!timer_pending(&qp->retry_timer))
+				sroce_comp_timeout(qp);
+		}
 		sroce_req_run(qp);
 		break;
 	case IB_QPS_SQD:

@@ -331,6 +331,8 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	}
 	/* A packet the network drops is the retry timer's to recover. */
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
+	if (qp->ibqp.qp_type == IB_QPT_RC && !timer_pending(&qp->retry_timer))
+		sroce_comp_arm_retry(qp);
 	return 0;
 }
 

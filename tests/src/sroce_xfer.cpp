@@ -38,6 +38,9 @@ struct Pair {
 	ibv_qp_type type = IBV_QPT_RC;
 	ibv_mtu mtu = IBV_MTU_1024;
 	int rnr_retry = 7;
+	uint32_t lost_peer = 0;	// a's peer QPN, if not b's (a peer that vanished)
+	int timeout = 14;
+	int retry_cnt = 7;
 	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
 	Side a, b;
@@ -74,7 +77,8 @@ bool connect(Pair &p, Side &s, const Side &peer)
 	a = {};
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = p.mtu;
-	a.dest_qp_num = peer.qp->qp_num;
+	a.dest_qp_num = &s == &p.a && p.lost_peer ? p.lost_peer :
+						    peer.qp->qp_num;
 	a.rq_psn = peer.qp->qp_num * 7 & 0xffffff;
 	a.max_dest_rd_atomic = 8;
 	a.min_rnr_timer = 1;
@@ -91,8 +95,8 @@ bool connect(Pair &p, Side &s, const Side &peer)
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = s.qp->qp_num * 7 & 0xffffff;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = p.timeout;
+	a.retry_cnt = p.retry_cnt;
 	a.rnr_retry = p.rnr_retry;
 	a.max_rd_atomic = 8;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
@@ -568,6 +572,23 @@ void t_mcast(Pair &p)
 		CHECK(ibv_destroy_qp(q) == 0, "destroy UD QP");
 }
 
+// The peer does not answer: the transport timer resends until retry_cnt is
+// spent, then RETRY_EXC_ERR; a peer that answers late is fine.
+void t_err_retry(Pair &p)
+{
+	fill(p.a, 0, 64, 2);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 67, remote(p.b, 0),
+			p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 67, IBV_WC_RETRY_EXC_ERR);
+}
+
+void lost_peer(Pair &p)
+{
+	p.lost_peer = 0xabcde;
+	p.timeout = 10;	// 4 ms
+	p.retry_cnt = 2;
+}
+
 struct Test {
 	const char *name;
 	void (*fn)(Pair &);
@@ -602,6 +623,7 @@ const Test tests[] = {
 	{ "err_rnr", t_err_rnr, no_rnr_retry, false },
 	{ "rnr_retry", t_rnr_retry, nullptr, false },
 	{ "mcast", t_mcast, nullptr, false },
+	{ "err_retry", t_err_retry, lost_peer, false },
 };
 
 } // namespace
