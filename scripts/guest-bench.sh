@@ -1,0 +1,77 @@
+#!/bin/bash
+# Inside the VM (see scripts/bench.sh): alternate rdma_rxe and sroce.
+set -uo pipefail
+rounds=$1
+. tests/lib.sh
+ip link set eth0 mtu 9000
+res=/tmp/out/results
+: > "$res"
+
+use_rxe() {
+	sroce_loaded && { remove_all_links; rmmod sroce; }
+	modprobe -a crc32_generic rdma_rxe
+	rdma link add rxe0 type rxe netdev eth0
+	dev=rxe0
+}
+use_sroce() {
+	rdma link delete rxe0 2>/dev/null
+	rmmod rdma_rxe 2>/dev/null
+	load_sroce
+	link_add sroce0 eth0
+	dev=sroce0
+}
+# run NAME PROGRAM ARGS...: one perftest pair; prints its figure
+run() {
+	local name=$1 prog=$2
+	shift 2
+	"$prog" -d "$dev" -x 1 -m 4096 "$@" > /tmp/srv.log 2>&1 &
+	local pid=$!
+	sleep 1.5
+	local out
+	out=$(timeout 120 "$prog" -d "$dev" -x 1 -m 4096 "$@" localhost 2>&1)
+	wait $pid
+	local v
+	case $prog in
+	*_bw) v=$(echo "$out" | awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ {print $4}' | tail -1) ;;
+	*_lat) v=$(echo "$out" | awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ {print $5}' | tail -1) ;;
+	esac
+	echo "$kind $name ${v:-NA}" >> "$res"
+}
+for r in $(seq "$rounds"); do
+	for kind in rxe sroce; do
+		use_$kind
+		for sz in 4096 65536 1048576; do
+			n=$((sz >= 1048576 ? 50 : 300))
+			run "write_bw_$sz" ib_write_bw -s $sz -n $n
+			run "read_bw_$sz" ib_read_bw -s $sz -n $n
+			run "send_bw_$sz" ib_send_bw -s $sz -n $n
+		done
+		run write_lat_8 ib_write_lat -s 8 -n 500
+		run send_lat_8 ib_send_lat -s 8 -n 500
+	done
+done
+remove_all_links
+sroce_loaded && rmmod sroce
+
+# Medians and ratios (bandwidth in MB/s, latency typical in usec).
+/usr/bin/python3 - "$res" > /tmp/out/table <<'PY'
+import sys, statistics
+d = {}
+for line in open(sys.argv[1]):
+    kind, name, v = line.split()
+    if v != 'NA':
+        d.setdefault((name, kind), []).append(float(v))
+names = []
+for line in open(sys.argv[1]):
+    n = line.split()[1]
+    if n not in names:
+        names.append(n)
+print(f"{'test':18} {'rxe':>10} {'sroce':>10} {'sroce/rxe':>10}")
+for n in names:
+    r = statistics.median(d.get((n, 'rxe'), [0])) if d.get((n, 'rxe')) else 0
+    s = statistics.median(d.get((n, 'sroce'), [0])) if d.get((n, 'sroce')) else 0
+    ratio = s / r if r else float('nan')
+    unit = 'usec' if 'lat' in n else 'MB/s'
+    print(f"{n:18} {r:10.2f} {s:10.2f} {ratio:10.2f}  ({unit}, median of {len(d.get((n,'sroce'),[]))})")
+PY
+cat /tmp/out/table
