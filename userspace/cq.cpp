@@ -86,54 +86,10 @@ void end_poll(ibv_cq_ex *cx) noexcept
 		pthread_spin_unlock(&c->lock);
 }
 
-ibv_wc_opcode read_opcode(ibv_cq_ex *cx) noexcept
+// read_* of the extended CQ: one field of the current entry, as type T.
+template <typename T, auto Field> T read_field(ibv_cq_ex *cx) noexcept
 {
-	return ibv_wc_opcode(to_cq_ex(cx)->cur->opcode);
-}
-
-uint32_t read_vendor_err(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->vendor_err;
-}
-
-uint32_t read_byte_len(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->byte_len;
-}
-
-__be32 read_imm_data(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->ex;
-}
-
-uint32_t read_qp_num(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->qp_num;
-}
-
-uint32_t read_src_qp(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->src_qp;
-}
-
-unsigned int read_wc_flags(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->wc_flags;
-}
-
-uint32_t read_slid(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->slid;
-}
-
-uint8_t read_sl(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->sl;
-}
-
-uint8_t read_dlid_path_bits(ibv_cq_ex *cx) noexcept
-{
-	return to_cq_ex(cx)->cur->dlid_path_bits;
+	return T(to_cq_ex(cx)->cur->*Field);
 }
 
 // The completion fields an extended CQ can report.
@@ -219,23 +175,25 @@ ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept
 		cx.start_poll = start_poll;
 		cx.next_poll = next_poll;
 		cx.end_poll = end_poll;
-		cx.read_opcode = read_opcode;
-		cx.read_vendor_err = read_vendor_err;
-		cx.read_wc_flags = read_wc_flags;
+		cx.read_opcode = read_field<ibv_wc_opcode, &sroce_cqe::opcode>;
+		cx.read_vendor_err = read_field<uint32_t, &sroce_cqe::vendor_err>;
+		cx.read_wc_flags = read_field<unsigned int, &sroce_cqe::wc_flags>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
-			cx.read_byte_len = read_byte_len;
+			cx.read_byte_len =
+				read_field<uint32_t, &sroce_cqe::byte_len>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
-			cx.read_imm_data = read_imm_data;
+			cx.read_imm_data = read_field<__be32, &sroce_cqe::ex>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
-			cx.read_qp_num = read_qp_num;
+			cx.read_qp_num = read_field<uint32_t, &sroce_cqe::qp_num>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
-			cx.read_src_qp = read_src_qp;
+			cx.read_src_qp = read_field<uint32_t, &sroce_cqe::src_qp>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
-			cx.read_slid = read_slid;
+			cx.read_slid = read_field<uint32_t, &sroce_cqe::slid>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_SL)
-			cx.read_sl = read_sl;
+			cx.read_sl = read_field<uint8_t, &sroce_cqe::sl>;
 		if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
-			cx.read_dlid_path_bits = read_dlid_path_bits;
+			cx.read_dlid_path_bits =
+				read_field<uint8_t, &sroce_cqe::dlid_path_bits>;
 	}
 	return &c->vcq.cq_ex;
 
