@@ -109,15 +109,21 @@ struct sroce_pd {
 /**
  * struct sroce_cq - a completion queue
  * @ibcq: ib_core's CQ
- * @lock: serialises producers; protects @ring and @prod
- * @ring: the CQE ring shared with the provider
+ * @lock: serialises producers (and a kernel CQ's pollers); protects @ring,
+ *        @prod, @kqp and @kcons
+ * @ring: the CQE ring, shared with the provider unless the CQ is a kernel
+ *        consumer's
  * @prod: the kernel's producer index (the shared one is only written)
+ * @kqp: kernel CQ only: the QP of each slot's completion (for ib_wc.qp)
+ * @kcons: kernel CQ only: the consumer index of ops.poll_cq
  */
 struct sroce_cq {
 	struct ib_cq ibcq;
 	spinlock_t lock; /* see above */
 	struct sroce_ring ring;
 	u32 prod;
+	struct ib_qp **kqp;
+	u32 kcons;
 };
 
 /* A RoCEv2 destination: what a connected QP's (or an AH's) path needs. */
@@ -246,6 +252,7 @@ struct sroce_ah {
  * @av: the destination of a connected QP (valid once IB_QP_AV is set)
  * @cap: the capacities the QP was created with
  * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
+ * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
  * @sq: send ring; @sq_cons is the kernel's consumer index
  * @rq: receive ring; @rq_cons is the kernel's consumer index
  * @work: runs the QP's engine (process context, may sleep)
@@ -272,6 +279,7 @@ struct sroce_qp {
 	struct sroce_av av;
 	struct ib_qp_cap cap;
 	bool sq_sig_all;
+	spinlock_t post_lock; /* see above */
 	struct sroce_ring sq;
 	u32 sq_cons;
 	struct sroce_ring rq;
@@ -335,6 +343,17 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 	return container_of(ibqp, struct sroce_qp, ibqp);
 }
 
+/* Datagram QPs: UD, and the GSI QP (QP1), which is UD on the wire. */
+static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
+
 static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
 {
 	return container_of(ibsrq, struct sroce_srq, ibsrq);
@@ -359,8 +378,10 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		    struct ib_udata *udata);
 int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
-int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
-		  bool solicited);
+int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
+		  const struct sroce_cqe *cqe, bool solicited);
+int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 
 /* sroce_av.c */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
@@ -416,6 +437,10 @@ int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 bool sroce_srq_take(struct sroce_srq *srq, void *wqe);
+int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
+			const struct ib_recv_wr *wr, u32 prod);
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
 u32 sroce_recv_slot_size(u32 max_sge);
 
 /* sroce_qp.c */
@@ -430,6 +455,10 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		   struct ib_qp_init_attr *init);
 int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr);
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr);
 extern const struct uapi_definition sroce_uapi_defs[];
 
 /* sroce_verbs.c */

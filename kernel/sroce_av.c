@@ -7,11 +7,6 @@
 
 #include "sroce.h"
 
-static struct sroce_ah *to_sah(struct ib_ah *ibah)
-{
-	return container_of(ibah, struct sroce_ah, ibah);
-}
-
 /**
  * sroce_av_from_attr - take an address vector from verbs attributes
  * @av: filled on success

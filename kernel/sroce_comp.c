@@ -68,7 +68,7 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 			.qp_num = qp->ibqp.qp_num,
 		};
 
-		sroce_cq_post(to_scq(qp->ibqp.send_cq), &cqe, false);
+		sroce_cq_post(to_scq(qp->ibqp.send_cq), qp, &cqe, false);
 	}
 	qp->req.retries = qp->attr.retry_cnt;
 	qp->req.rnr_retries = qp->attr.rnr_retry;

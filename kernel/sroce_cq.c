@@ -4,9 +4,12 @@
  *
  * A CQ is a ring of struct sroce_cqe shared with the application: the kernel
  * produces, the provider consumes (ibv_poll_cq) and arms notification
- * (ibv_req_notify_cq) without entering the kernel.
+ * (ibv_req_notify_cq) without entering the kernel. A kernel consumer's CQ
+ * is the same ring in kernel memory, consumed by ops.poll_cq and armed by
+ * ops.req_notify_cq.
  */
 #include <linux/log2.h>
+#include <linux/etherdevice.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
@@ -21,10 +24,41 @@ static int sroce_cq_copy_resp(struct sroce_cq *cq, struct ib_udata *udata)
 {
 	struct sroce_create_cq_resp resp = {};
 
+	if (!udata)
+		return 0;
 	sroce_ring_geom(&cq->ring, &resp.ring);
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+/*
+ * A ring of at least @cqe entries: mapped by the user context of @udata, or
+ * a kernel ring with its slot -> QP array when @udata is NULL.
+ */
+static int sroce_cq_ring_init(struct sroce_cq *cq, struct ib_udata *udata,
+			      int cqe, struct sroce_ring *ring,
+			      struct ib_qp ***kqp)
+{
+	struct sroce_ucontext *uctx;
+	int err;
+
+	if (udata) {
+		uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						 ibuc);
+		return sroce_ring_init(ring, &uctx->ibuc, sroce_cq_slots(cqe),
+				       sizeof(struct sroce_cqe));
+	}
+	err = sroce_ring_init(ring, NULL, sroce_cq_slots(cqe),
+			      sizeof(struct sroce_cqe));
+	if (err)
+		return err;
+	*kqp = kvcalloc(ring->num_slots, sizeof(**kqp), GFP_KERNEL);
+	if (!*kqp) {
+		sroce_ring_release(ring);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -32,13 +66,9 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 {
 	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
-	struct sroce_ucontext *uctx;
 	int err;
 
 	if (attr->flags)
-		return -EOPNOTSUPP;
-	/* Kernel consumers poll through ops.poll_cq, which comes with QPs. */
-	if (!udata)
 		return -EOPNOTSUPP;
 	if (attr->cqe < 1 || attr->cqe > SROCE_MAX_CQE)
 		return -EINVAL;
@@ -47,12 +77,11 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		goto err_count;
 	}
 
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
 	spin_lock_init(&cq->lock);
 	cq->prod = 0;
-	err = sroce_ring_init(&cq->ring, &uctx->ibuc,
-			      sroce_cq_slots(attr->cqe),
-			      sizeof(struct sroce_cqe));
+	cq->kcons = 0;
+	cq->kqp = NULL;
+	err = sroce_cq_ring_init(cq, udata, attr->cqe, &cq->ring, &cq->kqp);
 	if (err)
 		goto err_count;
 
@@ -63,6 +92,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	return 0;
 
 err_ring:
+	kvfree(cq->kqp);
 	sroce_ring_release(&cq->ring);
 err_count:
 	atomic_dec(&sdev->num_cq);
@@ -73,6 +103,7 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct sroce_cq *cq = to_scq(ibcq);
 
+	kvfree(cq->kqp);
 	sroce_ring_release(&cq->ring);
 	atomic_dec(&to_sdev(ibcq->device)->num_cq);
 	return 0;
@@ -106,15 +137,13 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_ring new_ring, old_ring;
-	struct sroce_ucontext *uctx;
+	struct ib_qp **new_kqp = NULL, **old_kqp;
 	int pending, err;
 	u32 cons, i;
 
 	if (cqe < 1 || cqe > SROCE_MAX_CQE)
 		return -EINVAL;
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
-	err = sroce_ring_init(&new_ring, &uctx->ibuc, sroce_cq_slots(cqe),
-			      sizeof(struct sroce_cqe));
+	err = sroce_cq_ring_init(cq, udata, cqe, &new_ring, &new_kqp);
 	if (err)
 		return err;
 
@@ -122,22 +151,31 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	pending = sroce_cq_pending(cq);
 	if (pending < 0 || pending > new_ring.num_slots) {
 		spin_unlock_irq(&cq->lock);
+		kvfree(new_kqp);
 		sroce_ring_release(&new_ring);
 		return pending < 0 ? pending : -EINVAL;
 	}
 	cons = cq->prod - pending;
-	for (i = 0; i < pending; i++)
+	for (i = 0; i < pending; i++) {
 		memcpy(sroce_ring_slot(&new_ring, i),
 		       sroce_ring_slot(&cq->ring, cons + i),
 		       sizeof(struct sroce_cqe));
+		if (new_kqp)
+			new_kqp[i] = cq->kqp[(cons + i) &
+					     (cq->ring.num_slots - 1)];
+	}
 	new_ring.hdr->prod = pending;
 	new_ring.hdr->notify = READ_ONCE(cq->ring.hdr->notify);
 	old_ring = cq->ring;
+	old_kqp = cq->kqp;
 	cq->ring = new_ring;
+	cq->kqp = new_kqp;
 	cq->prod = pending;
+	cq->kcons = 0;
 	spin_unlock_irq(&cq->lock);
 
 	err = sroce_cq_copy_resp(cq, udata);
+	kvfree(old_kqp);
 	sroce_ring_release(&old_ring);
 	if (err)
 		return err;
@@ -148,6 +186,7 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 /**
  * sroce_cq_post - add a completion to a CQ
  * @cq: the CQ
+ * @qp: the QP the completion is of
  * @cqe: the completion
  * @solicited: the completion is for a solicited event
  *
@@ -155,8 +194,8 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
  * one whose consumer index is corrupt) is in error: the completion is lost,
  * IB_EVENT_CQ_ERR is reported and -ENOSPC returned.
  */
-int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
-		  bool solicited)
+int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
+		  const struct sroce_cqe *cqe, bool solicited)
 {
 	struct sroce_ring_hdr *hdr;
 	unsigned long flags;
@@ -181,6 +220,8 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 	}
 	hdr = cq->ring.hdr;
 	memcpy(sroce_ring_slot(&cq->ring, cq->prod), cqe, sizeof(*cqe));
+	if (cq->kqp)
+		cq->kqp[cq->prod & (cq->ring.num_slots - 1)] = &qp->ibqp;
 	cq->prod++;
 	/* Publish the entry, then look at the request to be notified. */
 	sroce_ring_store_prod(&cq->ring, cq->prod);
@@ -195,4 +236,104 @@ int sroce_cq_post(struct sroce_cq *cq, const struct sroce_cqe *cqe,
 	if (event && cq->ibcq.comp_handler)
 		cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
 	return 0;
+}
+
+/* ib_wc_flags from a CQE's (enum ibv_wc_flags) flags. */
+static int sroce_wc_flags(const struct sroce_cqe *cqe)
+{
+	int flags = 0;
+
+	if (cqe->wc_flags & SROCE_WC_GRH)
+		flags |= IB_WC_GRH;
+	if (cqe->wc_flags & SROCE_WC_WITH_IMM)
+		flags |= IB_WC_WITH_IMM;
+	if (cqe->wc_flags & SROCE_WC_WITH_INV)
+		flags |= IB_WC_WITH_INVALIDATE;
+	if (cqe->network_hdr_type)
+		flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+	if (is_valid_ether_addr(cqe->smac))
+		flags |= IB_WC_WITH_SMAC;
+	return flags;
+}
+
+static void sroce_cqe_to_wc(const struct sroce_cqe *cqe, struct ib_qp *qp,
+			    struct ib_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = cqe->wr_id;
+	wc->status = cqe->status;
+	wc->opcode = cqe->opcode;
+	wc->vendor_err = cqe->vendor_err;
+	wc->byte_len = cqe->byte_len;
+	if (cqe->wc_flags & SROCE_WC_WITH_INV)
+		wc->ex.invalidate_rkey = cqe->ex;
+	else
+		wc->ex.imm_data = (__force __be32)cqe->ex;
+	wc->qp = qp;
+	wc->src_qp = cqe->src_qp;
+	wc->wc_flags = sroce_wc_flags(cqe);
+	wc->pkey_index = cqe->pkey_index;
+	wc->slid = cqe->slid;
+	wc->sl = cqe->sl;
+	wc->dlid_path_bits = cqe->dlid_path_bits;
+	wc->port_num = SROCE_PORT;
+	ether_addr_copy(wc->smac, cqe->smac);
+	wc->network_hdr_type = cqe->network_hdr_type;
+}
+
+/**
+ * sroce_poll_cq - take completions from a kernel consumer's CQ
+ * @ibcq: the CQ
+ * @num_entries: room in @wc
+ * @wc: filled with the completions
+ *
+ * Return: the number of completions taken.
+ */
+int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc)
+{
+	struct sroce_cq *cq = to_scq(ibcq);
+	unsigned long flags;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (!cq->kqp)
+		goto out;
+	while (n < num_entries && cq->kcons != cq->prod) {
+		u32 slot = cq->kcons & (cq->ring.num_slots - 1);
+
+		sroce_cqe_to_wc(sroce_ring_slot(&cq->ring, slot),
+				cq->kqp[slot], &wc[n++]);
+		cq->kcons++;
+	}
+	sroce_ring_store_cons(&cq->ring, cq->kcons);
+out:
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+/**
+ * sroce_req_notify_cq - arm a kernel consumer's CQ
+ * @ibcq: the CQ
+ * @flags: IB_CQ_NEXT_COMP or IB_CQ_SOLICITED, and maybe
+ *         IB_CQ_REPORT_MISSED_EVENTS
+ *
+ * Return: 1 if IB_CQ_REPORT_MISSED_EVENTS was asked and completions are
+ * waiting (the caller must poll again), else 0.
+ */
+int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct sroce_cq *cq = to_scq(ibcq);
+	u32 want = (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+			   SROCE_CQ_NOTIFY_SOLICITED : SROCE_CQ_NOTIFY_NEXT;
+	unsigned long irqflags;
+	int ret = 0;
+
+	spin_lock_irqsave(&cq->lock, irqflags);
+	/* Any completion outranks a solicited one. */
+	if (cq->ring.hdr->notify != SROCE_CQ_NOTIFY_NEXT)
+		WRITE_ONCE(cq->ring.hdr->notify, want);
+	if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && cq->kcons != cq->prod)
+		ret = 1;
+	spin_unlock_irqrestore(&cq->lock, irqflags);
+	return ret;
 }

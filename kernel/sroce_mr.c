@@ -101,58 +101,112 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 	return 0;
 }
 
+/* A new MR object, counted against max_mr; not yet in the memory table. */
+static struct sroce_mr *sroce_mr_alloc(struct sroce_dev *sdev,
+				       enum sroce_mr_type type, int access)
+{
+	struct sroce_mr *mr;
+
+	if (atomic_inc_return(&sdev->num_mr) > SROCE_MAX_MR) {
+		atomic_dec(&sdev->num_mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr) {
+		atomic_dec(&sdev->num_mr);
+		return ERR_PTR(-ENOMEM);
+	}
+	kref_init(&mr->ref);
+	mr->sdev = sdev;
+	mr->type = type;
+	mr->state = SROCE_MEM_VALID;
+	mr->access = access;
+	return mr;
+}
+
+/* Undo sroce_mr_alloc() for an MR that never got a key. */
+static void sroce_mr_free_unkeyed(struct sroce_mr *mr)
+{
+	atomic_dec(&mr->sdev->num_mr);
+	sroce_mr_put(mr);
+}
+
+/* Give @mr a key: a fresh table index and a random tag. */
+static int sroce_mr_add_key(struct sroce_mr *mr)
+{
+	struct sroce_dev *sdev = mr->sdev;
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mr,
+			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
+			      &sdev->mem_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
+	mr->ibmr.rkey = mr->ibmr.lkey;
+	return 0;
+}
+
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibpd->device);
 	struct sroce_mr_map *map;
 	struct sroce_mr *mr;
-	u32 index;
 	int err;
 
 	err = sroce_mr_check(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
-	if (atomic_inc_return(&sdev->num_mr) > SROCE_MAX_MR) {
-		err = -ENOMEM;
-		goto err_count;
-	}
-
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	if (!mr) {
-		err = -ENOMEM;
-		goto err_count;
-	}
+	mr = sroce_mr_alloc(sdev, SROCE_MR_USER, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
 	map = sroce_mr_map_pin(ibpd->device, start, length, iova, access);
 	if (IS_ERR(map)) {
 		err = PTR_ERR(map);
 		goto err_free;
 	}
-
-	kref_init(&mr->ref);
-	mr->sdev = sdev;
-	mr->state = SROCE_MEM_VALID;
-	mr->access = access;
 	RCU_INIT_POINTER(mr->map, map);
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
 
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mr,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
-	if (err < 0)
-		goto err_map;
-	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
-	mr->ibmr.rkey = mr->ibmr.lkey;
+	err = sroce_mr_add_key(mr);
+	if (err)
+		goto err_free;
 	return &mr->ibmr;
 
-err_map:
-	sroce_mr_map_put(map);
 err_free:
-	kfree(mr);
-err_count:
-	atomic_dec(&sdev->num_mr);
+	sroce_mr_free_unkeyed(mr);
 	return ERR_PTR(err);
+}
+
+/**
+ * sroce_get_dma_mr - the DMA MR of a kernel PD
+ * @ibpd: the PD (ib_alloc_pd() asks for its local_dma_lkey)
+ * @access: IB_ACCESS_* to grant
+ *
+ * The device uses virtual DMA (ib_uses_virt_dma()): a kernel consumer's DMA
+ * addresses are kernel virtual addresses, and this MR covers all of them.
+ * Only kernel PDs have one; a remote key for it exists only when the
+ * consumer asked for IB_PD_UNSAFE_GLOBAL_RKEY.
+ */
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	struct sroce_mr *mr;
+	int err;
+
+	mr = sroce_mr_alloc(to_sdev(ibpd->device), SROCE_MR_DMA, access);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	/* Lookups see the PD from the moment the key exists. */
+	mr->ibmr.pd = ibpd;
+	err = sroce_mr_add_key(mr);
+	if (err) {
+		sroce_mr_free_unkeyed(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -206,8 +260,11 @@ struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	if ((mr->access & access) != access)
 		goto err_put;
 	err = -ERANGE;
-	if (check_add_overflow(va, len, &end) ||
-	    check_add_overflow(mr->ibmr.iova, mr->ibmr.length, &mr_end) ||
+	if (check_add_overflow(va, len, &end))
+		goto err_put;
+	if (mr->type == SROCE_MR_DMA)
+		return mr;
+	if (check_add_overflow(mr->ibmr.iova, mr->ibmr.length, &mr_end) ||
 	    (len && (va < mr->ibmr.iova || end > mr_end)))
 		goto err_put;
 	return mr;
@@ -235,6 +292,16 @@ void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
 {
 	struct sroce_mr_map *map;
 	u64 off;
+
+	if (mr->type == SROCE_MR_DMA) {
+		void *addr = (void *)(uintptr_t)va;
+
+		if (to_mr)
+			memcpy(addr, buf, len);
+		else
+			memcpy(buf, addr, len);
+		return;
+	}
 
 	rcu_read_lock();
 	map = rcu_dereference(mr->map);

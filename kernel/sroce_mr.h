@@ -42,6 +42,12 @@ struct sroce_mr_map {
 	struct page **pages;
 };
 
+/* What an MR's addresses are. */
+enum sroce_mr_type {
+	SROCE_MR_USER,		/* pinned user memory, through @map */
+	SROCE_MR_DMA,		/* a kernel PD's DMA MR: every kernel address */
+};
+
 enum sroce_mem_state {
 	SROCE_MEM_VALID,
 	SROCE_MEM_FREE,
@@ -52,6 +58,7 @@ enum sroce_mem_state {
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
  * @sdev: the device whose memory table holds @ibmr.lkey
  * @ref: held by the memory table entry and by each lookup
+ * @type: what its addresses are
  * @state: VALID while registered
  * @access: IB_ACCESS_* granted
  * @map: the current translation (RCU-published)
@@ -61,6 +68,7 @@ struct sroce_mr {
 	struct ib_mr ibmr;
 	struct sroce_dev *sdev;
 	struct kref ref;
+	enum sroce_mr_type type;
 	enum sroce_mem_state state;
 	int access;
 	struct sroce_mr_map __rcu *map;
@@ -69,6 +77,7 @@ struct sroce_mr {
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
 			      u32 key, u64 va, u64 len, int access);

@@ -119,14 +119,56 @@ static void sroce_qp_publish_state(struct sroce_qp *qp)
 	smp_mb(); /* the state is visible before the engine looks at rings */
 }
 
+/*
+ * Give the QP its number: QP1 for the GSI QP (one per device), else the
+ * next free one from SROCE_MIN_QPN on. From here packets can find it.
+ */
+static int sroce_qp_add_qpn(struct sroce_dev *sdev, struct sroce_qp *qp)
+{
+	u32 qpn;
+	int err;
+
+	if (qp->ibqp.qp_type == IB_QPT_GSI) {
+		err = xa_insert_irq(&sdev->qp_xa, 1, qp, GFP_KERNEL);
+		if (err)
+			return err;
+		qp->ibqp.qp_num = 1;
+		return 0;
+	}
+	err = xa_alloc_cyclic_irq(&sdev->qp_xa, &qpn, qp,
+				  XA_LIMIT(SROCE_MIN_QPN, SROCE_MAX_QPN),
+				  &sdev->qp_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	qp->ibqp.qp_num = qpn;
+	return 0;
+}
+
+static int sroce_qp_copy_resp(struct sroce_qp *qp, struct ib_udata *udata)
+{
+	struct sroce_create_qp_resp resp = {};
+
+	if (!udata)
+		return 0;
+	sroce_ring_geom(&qp->sq, &resp.sq);
+	if (qp->rq.hdr)
+		sroce_ring_geom(&qp->rq, &resp.rq);
+	return ib_copy_to_udata(udata, &resp, sizeof(resp));
+}
+
+/**
+ * sroce_create_qp - create an RC, UC, UD or (kernel only) GSI QP
+ * @ibqp: the QP
+ * @init: its attributes; the capacities really given are written back
+ * @udata: the provider's command, or NULL for a kernel consumer, whose
+ *         rings are kernel memory filled by ops.post_send/post_recv
+ */
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
-	struct sroce_create_qp_resp resp = {};
-	struct sroce_ucontext *uctx;
-	u32 qpn;
+	struct ib_ucontext *uctx = NULL;
 	int err;
 
 	switch (init->qp_type) {
@@ -134,14 +176,21 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_UC:
 	case IB_QPT_UD:
 		break;
+	case IB_QPT_GSI:
+		if (udata)
+			return -EINVAL;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
-	/* Kernel QPs and create flags come later. */
-	if (!udata || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (udata->outlen < sizeof(resp))
-		return -EINVAL;
+	if (udata) {
+		if (udata->outlen < sizeof(struct sroce_create_qp_resp))
+			return -EINVAL;
+		uctx = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
+	}
 	err = sroce_qp_check_cap(&init->cap);
 	if (err)
 		return err;
@@ -150,17 +199,17 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_count;
 	}
 
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
 	mutex_init(&qp->lock);
+	spin_lock_init(&qp->post_lock);
 	INIT_WORK(&qp->work, sroce_qp_work);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	err = sroce_ring_init(&qp->sq, &uctx->ibuc,
+	err = sroce_ring_init(&qp->sq, uctx,
 			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
 			      sroce_send_slot_size(&init->cap));
 	if (err)
 		goto err_count;
 	if (!init->srq) {
-		err = sroce_ring_init(&qp->rq, &uctx->ibuc,
+		err = sroce_ring_init(&qp->rq, uctx,
 				      roundup_pow_of_two(max(init->cap.max_recv_wr,
 							     1U)),
 				      sroce_recv_slot_size(init->cap.max_recv_sge));
@@ -191,24 +240,16 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	sroce_qp_real_cap(qp, &qp->cap);
 	init->cap = qp->cap;
 
-	/* Fully set up: from here packets can find it. */
-	err = xa_alloc_cyclic(&sdev->qp_xa, &qpn, qp,
-			      XA_LIMIT(SROCE_MIN_QPN, SROCE_MAX_QPN),
-			      &sdev->qp_next, GFP_KERNEL);
-	if (err < 0)
+	err = sroce_qp_add_qpn(sdev, qp);
+	if (err)
 		goto err_mem;
-	ibqp->qp_num = qpn;
-
-	sroce_ring_geom(&qp->sq, &resp.sq);
-	if (qp->rq.hdr)
-		sroce_ring_geom(&qp->rq, &resp.rq);
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+	err = sroce_qp_copy_resp(qp, udata);
 	if (err)
 		goto err_qpn;
 	return 0;
 
 err_qpn:
-	xa_erase(&sdev->qp_xa, qpn);
+	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
 err_mem:
 	kfree(qp->resp.rwqe);
 	kvfree(qp->swqe);
@@ -227,7 +268,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct sroce_qp *qp = to_sqp(ibqp);
 
 	/* No new packets find it; wait for those that did. */
-	xa_erase(&sdev->qp_xa, ibqp->qp_num);
+	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
 	mutex_lock(&qp->lock);
 	qp->destroyed = true;
 	mutex_unlock(&qp->lock);
@@ -453,6 +494,188 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * Kernel consumers post into the same rings the provider fills for user
+ * QPs, so the engine does not know the difference. Their SGE addresses are
+ * kernel virtual addresses (the device uses virtual DMA).
+ */
+
+/* Fill the send slot @prod from @wr. */
+static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr,
+			       u32 prod)
+{
+	struct sroce_send_wqe *wqe = sroce_ring_slot(&qp->sq, prod);
+	u32 room = qp->sq.slot_size - sizeof(*wqe);
+	void *data = wqe + 1;
+	int i;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND:
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0)
+		return -EINVAL;
+
+	memset(wqe, 0, sizeof(*wqe));
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = wr->opcode;
+	wqe->send_flags = wr->send_flags & (IB_SEND_FENCE | IB_SEND_SIGNALED |
+					    IB_SEND_SOLICITED | IB_SEND_INLINE);
+	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
+	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
+		wqe->ex = (__force u32)wr->ex.imm_data;
+	else if (wr->opcode == IB_WR_SEND_WITH_INV)
+		wqe->ex = wr->ex.invalidate_rkey;
+
+	if (sroce_qp_is_ud(qp)) {
+		const struct ib_ud_wr *ud = ud_wr(wr);
+
+		wqe->wr.ud.ah_num = to_sah(ud->ah)->ah_num;
+		wqe->wr.ud.remote_qpn = ud->remote_qpn;
+		wqe->wr.ud.remote_qkey = ud->remote_qkey;
+	} else if (wr->opcode == IB_WR_ATOMIC_CMP_AND_SWP ||
+		   wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD) {
+		const struct ib_atomic_wr *at = atomic_wr(wr);
+
+		wqe->wr.atomic.remote_addr = at->remote_addr;
+		wqe->wr.atomic.compare_add = at->compare_add;
+		wqe->wr.atomic.swap = at->swap;
+		wqe->wr.atomic.rkey = at->rkey;
+	} else if (wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM &&
+		   wr->opcode != IB_WR_SEND_WITH_INV) {
+		wqe->wr.rdma.remote_addr = rdma_wr(wr)->remote_addr;
+		wqe->wr.rdma.rkey = rdma_wr(wr)->rkey;
+	}
+
+	if (!(wr->send_flags & IB_SEND_INLINE)) {
+		if (wr->num_sge > qp->cap.max_send_sge)
+			return -EINVAL;
+		wqe->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			struct sroce_sge *sge = data;
+
+			sge[i].addr = wr->sg_list[i].addr;
+			sge[i].length = wr->sg_list[i].length;
+			sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		return 0;
+	}
+	for (i = 0; i < wr->num_sge; i++) {
+		u32 n = wr->sg_list[i].length;
+
+		if (n > min(room, qp->cap.max_inline_data) - wqe->inline_len)
+			return -EINVAL;
+		memcpy(data + wqe->inline_len,
+		       (void *)(uintptr_t)wr->sg_list[i].addr, n);
+		wqe->inline_len += n;
+	}
+	return 0;
+}
+
+/**
+ * sroce_post_send - a kernel consumer posts send work requests
+ * @ibqp: the QP
+ * @wr: the list of WRs
+ * @bad_wr: set to the first WR not posted, on error
+ *
+ * Any context. Return: 0; -EINVAL for a QP that cannot send yet or a bad
+ * WR; -ENOMEM when the send queue is full.
+ */
+int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+	u32 prod, cons;
+	int err = 0;
+
+	spin_lock_irqsave(&qp->post_lock, flags);
+	/* A user QP's rings are the provider's to fill. */
+	if (qp->sq.mmap) {
+		err = -EINVAL;
+		goto out;
+	}
+	switch (READ_ONCE(qp->sq.hdr->qp_state)) {
+	case IB_QPS_RTS:
+	case IB_QPS_SQD:
+	case IB_QPS_SQE:
+	case IB_QPS_ERR:	/* flushed */
+		break;
+	default:
+		err = -EINVAL;
+		goto out;
+	}
+	prod = qp->sq.hdr->prod;
+	for (; wr; wr = wr->next) {
+		cons = sroce_ring_load_cons(&qp->sq);
+		if (prod - cons >= qp->sq.num_slots) {
+			err = -ENOMEM;
+			break;
+		}
+		err = sroce_post_one_send(qp, wr, prod);
+		if (err)
+			break;
+		prod++;
+		sroce_ring_store_prod(&qp->sq, prod);
+	}
+out:
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	queue_work(sroce_wq, &qp->work);
+	return err;
+}
+
+/**
+ * sroce_post_recv - a kernel consumer posts receive work requests
+ * @ibqp: the QP (not one with an SRQ)
+ * @wr: the list of WRs
+ * @bad_wr: set to the first WR not posted, on error
+ *
+ * Any context. Return: 0; -EINVAL for a QP in RESET, with an SRQ, or a WR
+ * with too many SGEs; -ENOMEM when the receive queue is full.
+ */
+int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_qp *qp = to_sqp(ibqp);
+	unsigned long flags;
+	u32 prod;
+	int err;
+
+	spin_lock_irqsave(&qp->post_lock, flags);
+	err = -EINVAL;
+	if (!qp->rq.hdr || qp->rq.mmap ||
+	    READ_ONCE(qp->sq.hdr->qp_state) == IB_QPS_RESET)
+		goto out;
+	prod = qp->rq.hdr->prod;
+	for (err = 0; wr; wr = wr->next) {
+		err = sroce_post_recv_wqe(&qp->rq, qp->cap.max_recv_sge, wr,
+					  prod);
+		if (err)
+			break;
+		prod++;
+		sroce_ring_store_prod(&qp->rq, prod);
+	}
+out:
+	spin_unlock_irqrestore(&qp->post_lock, flags);
+	if (err)
+		*bad_wr = wr;
+	/* A QP in error flushes what was posted. */
+	if (qp->rq.hdr && READ_ONCE(qp->rq.hdr->flush))
+		queue_work(sroce_wq, &qp->work);
+	return err;
+}
+
 /**
  * sroce_qp_copy_sges - copy between a buffer and an SGE list
  * @qp: the QP whose PD the SGEs' lkeys must be in
@@ -536,7 +759,7 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 		cqe.opcode = send ? IB_UVERBS_WC_SEND : IB_WC_RECV;
 		(*cons)++;
 		sroce_ring_store_cons(ring, *cons);
-		if (sroce_cq_post(cq, &cqe, false))
+		if (sroce_cq_post(cq, qp, &cqe, false))
 			break;
 	}
 }
@@ -571,7 +794,7 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 			qp->rq_cons++;
 			sroce_ring_store_cons(&qp->rq, qp->rq_cons);
 		}
-		if (sroce_cq_post(rcq, &cqe, false))
+		if (sroce_cq_post(rcq, qp, &cqe, false))
 			return;
 	}
 	if (qp->rq.hdr)

@@ -368,7 +368,7 @@ void sroce_req_run(struct sroce_qp *qp)
 			queue_work(sroce_wq, &qp->work);
 			break;
 		}
-		if (qp->ibqp.qp_type == IB_QPT_UD ? sroce_req_ud(qp, idx) :
+		if (sroce_qp_is_ud(qp) ? sroce_req_ud(qp, idx) :
 						    sroce_req_packet(qp, idx))
 			break;
 		if (qp->ibqp.qp_type != IB_QPT_RC)

@@ -8,6 +8,7 @@
  * responder's QP in error; an empty receive queue is an RNR NAK; a PSN gap
  * is one sequence NAK until the expected PSN arrives.
  */
+#include <linux/etherdevice.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 
@@ -88,31 +89,24 @@ static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 	return true;
 }
 
-/* Complete resp.rwqe and give its slot back. */
-static void sroce_resp_complete_from(struct sroce_qp *qp,
-				     enum ib_wc_status status, u32 opcode,
-				     u32 byte_len, u32 ex, u32 flags,
-				     u32 src_qp, bool solicited)
+/*
+ * Complete resp.rwqe with @cqe (filled but for wr_id and qp_num) and give
+ * its slot back.
+ */
+static void sroce_resp_post(struct sroce_qp *qp, struct sroce_cqe *cqe,
+			    bool solicited)
 {
 	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
-	struct sroce_cqe cqe = {
-		.wr_id = rwqe->wr_id,
-		.status = status,
-		.opcode = opcode,
-		.byte_len = byte_len,
-		.ex = ex,
-		.qp_num = qp->ibqp.qp_num,
-		.src_qp = src_qp,
-		.wc_flags = flags,
-	};
 
+	cqe->wr_id = rwqe->wr_id;
+	cqe->qp_num = qp->ibqp.qp_num;
 	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
 	if (!qp->ibqp.srq) {
 		qp->rq_cons++;
 		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
 	}
-	sroce_cq_post(to_scq(qp->ibqp.recv_cq), &cqe, solicited);
+	sroce_cq_post(to_scq(qp->ibqp.recv_cq), qp, cqe, solicited);
 }
 
 /* Connected QPs: the source is the QP's peer. */
@@ -120,15 +114,39 @@ static void sroce_resp_complete(struct sroce_qp *qp, enum ib_wc_status status,
 				u32 opcode, u32 byte_len, u32 ex, u32 flags,
 				bool solicited)
 {
-	sroce_resp_complete_from(qp, status, opcode, byte_len, ex, flags,
-				 qp->attr.dest_qp_num, solicited);
+	struct sroce_cqe cqe = {
+		.status = status,
+		.opcode = opcode,
+		.byte_len = byte_len,
+		.ex = ex,
+		.src_qp = qp->attr.dest_qp_num,
+		.wc_flags = flags,
+	};
+
+	sroce_resp_post(qp, &cqe, solicited);
 }
 
-static void sroce_resp_complete_ud(struct sroce_qp *qp, u32 byte_len, u32 ex,
-				   u32 flags, u32 src_qp, bool solicited)
+/* A UD receive: the source is in the packet (DETH, IP and MAC headers). */
+static void sroce_resp_complete_ud(struct sroce_qp *qp, struct sk_buff *skb,
+				   u32 byte_len, u32 ex, u32 flags)
 {
-	sroce_resp_complete_from(qp, IB_WC_SUCCESS, IB_WC_RECV, byte_len, ex,
-				 flags, src_qp, solicited);
+	struct sroce_deth *deth = sroce_pkt_hdr(skb, SROCE_OP_DETH);
+	struct sroce_cqe cqe = {
+		.status = IB_WC_SUCCESS,
+		.opcode = IB_WC_RECV,
+		.byte_len = byte_len,
+		.ex = ex,
+		.src_qp = be32_to_cpu(deth->sqp) & SROCE_QPN_MASK,
+		.wc_flags = flags,
+		.network_hdr_type = ip_hdr(skb)->version == 4 ?
+				    RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6,
+	};
+
+	/* Looped-back packets have no Ethernet header. */
+	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)
+		ether_addr_copy(cqe.smac, eth_hdr(skb)->h_source);
+	sroce_resp_post(qp, &cqe, ((struct sroce_bth *)skb->data)->flags &
+					  SROCE_BTH_SE);
 }
 
 /* SGEs a receive WQE may have: the RQ's or the SRQ's. */
@@ -464,10 +482,7 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 		memcpy(&ex, sroce_pkt_hdr(skb, SROCE_OP_IMM), sizeof(ex));
 		flags |= SROCE_WC_WITH_IMM;
 	}
-	sroce_resp_complete_ud(qp, pkt->paylen + sizeof(grh), ex, flags,
-			       be32_to_cpu(deth->sqp) & SROCE_QPN_MASK,
-			       ((struct sroce_bth *)skb->data)->flags &
-				       SROCE_BTH_SE);
+	sroce_resp_complete_ud(qp, skb, pkt->paylen + sizeof(grh), ex, flags);
 }
 
 /*
@@ -592,7 +607,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	}
 	if (!sroce_resp_transport_ok(qp, pkt->opcode))
 		return;
-	if (qp->ibqp.qp_type == IB_QPT_UD) {
+	if (sroce_qp_is_ud(qp)) {
 		sroce_resp_ud(qp, skb);
 		return;
 	}

@@ -15,23 +15,57 @@ u32 sroce_recv_slot_size(u32 max_sge)
 				  max_sge * sizeof(struct sroce_sge));
 }
 
+/**
+ * sroce_post_recv_wqe - fill the receive slot @prod of a kernel ring
+ * @ring: an RQ or SRQ ring in kernel memory
+ * @max_sge: SGEs a WQE may have
+ * @wr: the WR
+ * @prod: the slot's index
+ *
+ * Return: 0, -ENOMEM if the ring is full, -EINVAL for too many SGEs.
+ */
+int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
+			const struct ib_recv_wr *wr, u32 prod)
+{
+	struct sroce_recv_wqe *wqe;
+	struct sroce_sge *sge;
+	int i;
+
+	if (prod - sroce_ring_load_cons(ring) >= ring->num_slots)
+		return -ENOMEM;
+	if (wr->num_sge < 0 || wr->num_sge > max_sge)
+		return -EINVAL;
+	wqe = sroce_ring_slot(ring, prod);
+	wqe->wr_id = wr->wr_id;
+	wqe->num_sge = wr->num_sge;
+	wqe->reserved = 0;
+	sge = (struct sroce_sge *)(wqe + 1);
+	for (i = 0; i < wr->num_sge; i++) {
+		sge[i].addr = wr->sg_list[i].addr;
+		sge[i].length = wr->sg_list[i].length;
+		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
 int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		     struct ib_udata *udata)
 {
 	struct sroce_dev *sdev = to_sdev(ibsrq->device);
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 	struct sroce_create_srq_resp resp = {};
-	struct sroce_ucontext *uctx;
+	struct ib_ucontext *uctx = NULL;
 	u32 slot;
 	int err;
 
 	if (init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
-	/* Kernel consumers post through ops.post_srq_recv: not yet. */
-	if (!udata)
-		return -EOPNOTSUPP;
-	if (udata->outlen < sizeof(resp))
-		return -EINVAL;
+	if (udata) {
+		if (udata->outlen < sizeof(resp))
+			return -EINVAL;
+		uctx = &rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+						  ibuc)->ibuc;
+	}
 	if (!init->attr.max_wr || init->attr.max_wr > SROCE_MAX_SRQ_WR ||
 	    init->attr.max_sge > SROCE_MAX_SGE)
 		return -EINVAL;
@@ -40,10 +74,9 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		goto err_count;
 	}
 
-	uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext, ibuc);
 	spin_lock_init(&srq->lock);
 	slot = sroce_recv_slot_size(max(init->attr.max_sge, 1U));
-	err = sroce_ring_init(&srq->ring, &uctx->ibuc,
+	err = sroce_ring_init(&srq->ring, uctx,
 			      roundup_pow_of_two(init->attr.max_wr), slot);
 	if (err)
 		goto err_count;
@@ -55,6 +88,8 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	init->attr.max_wr = srq->ring.num_slots;
 	init->attr.max_sge = srq->max_sge;
 
+	if (!udata)
+		return 0;
 	sroce_ring_geom(&srq->ring, &resp.ring);
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
@@ -103,6 +138,41 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	sroce_ring_release(&srq->ring);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;
+}
+
+/**
+ * sroce_post_srq_recv - a kernel consumer posts receive WRs to its SRQ
+ * @ibsrq: the SRQ
+ * @wr: the list of WRs
+ * @bad_wr: set to the first WR not posted, on error
+ *
+ * Any context. Return: 0, -ENOMEM when the SRQ is full, -EINVAL for a WR
+ * with too many SGEs.
+ */
+int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	struct sroce_srq *srq = to_ssrq(ibsrq);
+	unsigned long flags;
+	int err = -EINVAL;
+	u32 prod;
+
+	spin_lock_irqsave(&srq->lock, flags);
+	if (srq->ring.mmap)
+		goto out;
+	prod = srq->ring.hdr->prod;
+	for (err = 0; wr; wr = wr->next) {
+		err = sroce_post_recv_wqe(&srq->ring, srq->max_sge, wr, prod);
+		if (err)
+			break;
+		prod++;
+		sroce_ring_store_prod(&srq->ring, prod);
+	}
+out:
+	spin_unlock_irqrestore(&srq->lock, flags);
+	if (err)
+		*bad_wr = wr;
+	return err;
 }
 
 /**

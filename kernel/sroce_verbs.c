@@ -132,14 +132,11 @@ static int sroce_query_port(struct ib_device *ibdev, u32 port_num,
 static int sroce_get_port_immutable(struct ib_device *ibdev, u32 port_num,
 				    struct ib_port_immutable *immutable)
 {
-	/*
-	 * RoCEv2 only.  MAD and CM capabilities (QP1) are advertised once the
-	 * GSI QP exists.
-	 */
-	immutable->core_cap_flags = RDMA_CORE_CAP_PROT_ROCE_UDP_ENCAP;
+	/* RoCEv2, with MADs on the GSI QP (QP1) and so the CM. */
+	immutable->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
 	immutable->pkey_tbl_len = SROCE_PKEY_TBL_LEN;
 	immutable->gid_tbl_len = SROCE_GID_TBL_LEN;
-	immutable->max_mad_size = 0;
+	immutable->max_mad_size = IB_MGMT_MAD_SIZE;
 	return 0;
 }
 
@@ -232,12 +229,17 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.detach_mcast = sroce_detach_mcast,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
+	.get_dma_mr = sroce_get_dma_mr,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
 	.mmap = sroce_mmap,
 	.mmap_free = sroce_mmap_free,
 	.modify_qp = sroce_modify_qp,
 	.modify_srq = sroce_modify_srq,
+	.poll_cq = sroce_poll_cq,
+	.post_recv = sroce_post_recv,
+	.post_send = sroce_post_send,
+	.post_srq_recv = sroce_post_srq_recv,
 	.query_device = sroce_query_device,
 	.query_ah = sroce_query_ah,
 	.query_pkey = sroce_query_pkey,
@@ -245,6 +247,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_qp = sroce_query_qp,
 	.query_srq = sroce_query_srq,
 	.reg_user_mr = sroce_reg_user_mr,
+	.req_notify_cq = sroce_req_notify_cq,
 	.resize_cq = sroce_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, sroce_ah, ibah),

@@ -50,6 +50,19 @@ remove_all_links() {
 	return 0
 }
 
+# user_objects TYPE DEV / kernel_objects TYPE DEV: how many objects of
+# TYPE (pd, cq, qp, mr, ctx) "rdma resource" shows on DEV for processes, and
+# for the kernel (ib_mad's PD, CQ and GSI QP; "comm [name]", no pid).
+res_lines() { # TYPE DEV: QPs are filtered by link, the others by device
+	if [ "$1" = qp ]; then
+		rdma resource show qp link "$2/1" | grep "^link $2/1 "
+	else
+		rdma resource show "$1" dev "$2" | grep "^dev $2 "
+	fi
+}
+user_objects() { res_lines "$@" | grep -c ' pid '; }
+kernel_objects() { res_lines "$@" | grep -vc ' pid '; }
+
 port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # xfer_all DEV TYPE MTU TEST...: run sroce-xfer tests, fail with their output

@@ -3,5 +3,5 @@
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" cq sroce0 || fail "CQ checks"
-n=$(rdma resource show cq dev sroce0 | grep -c 'dev sroce0')
+n=$(user_objects cq sroce0)
 expect_eq "CQs left in rdma resource" 0 "$n"

@@ -5,5 +5,5 @@
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" mr sroce0 || fail "MR checks"
-n=$(rdma resource show mr dev sroce0 | grep -c 'dev sroce0')
+n=$(user_objects mr sroce0)
 expect_eq "MRs left in rdma resource" 0 "$n"

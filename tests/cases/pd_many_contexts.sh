@@ -2,5 +2,5 @@
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" pds sroce0 16 64 || fail "PD allocation across 16 contexts"
-n=$(rdma resource show pd dev sroce0 | grep -c 'dev sroce0')
+n=$(user_objects pd sroce0)
 expect_eq "PDs left in rdma resource" 0 "$n"

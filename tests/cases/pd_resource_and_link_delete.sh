@@ -7,7 +7,7 @@ link_add sroce0 eth0
 "$check" hold sroce0 5 > "$out" &
 pid=$!
 wait_for 10 grep -q ready "$out" || fail "holder did not start: $(cat "$out")"
-n=$(rdma resource show pd dev sroce0 | grep -c 'dev sroce0')
+n=$(user_objects pd sroce0)
 expect_eq "PDs in rdma resource" 5 "$n"
 rdma resource show ctx dev sroce0 | grep -q 'dev sroce0' ||
 	fail "no context in rdma resource: $(rdma resource show ctx)"

@@ -5,5 +5,5 @@
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" qp sroce0 || fail "QP checks"
-n=$(rdma resource show qp dev sroce0 | grep -c 'dev sroce0')
+n=$(user_objects qp sroce0)
 expect_eq "QPs left in rdma resource" 0 "$n"

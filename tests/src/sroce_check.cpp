@@ -251,7 +251,9 @@ int check_limit(const char *what, int limit, Alloc alloc, Release release)
 	return failures ? 1 : 0;
 }
 
-int cmd_limit(const char *dev, std::string_view kind)
+// @in_use: objects of that kind the kernel already holds on the device
+// (ib_mad's PD and CQ), which count against the same limit.
+int cmd_limit(const char *dev, std::string_view kind, int in_use)
 {
 	Context ctx(dev);
 	if (!ctx)
@@ -261,12 +263,12 @@ int cmd_limit(const char *dev, std::string_view kind)
 	if (ibv_query_device(c, &a))
 		return 1;
 	if (kind == "pd")
-		return check_limit("PD", a.max_pd,
+		return check_limit("PD", a.max_pd - in_use,
 				   [c] { return ibv_alloc_pd(c); },
 				   [](ibv_pd *pd) { return ibv_dealloc_pd(pd); });
 	if (kind == "cq")
 		return check_limit(
-			"CQ", a.max_cq,
+			"CQ", a.max_cq - in_use,
 			[c] { return ibv_create_cq(c, 1, nullptr, nullptr, 0); },
 			[](ibv_cq *cq) { return ibv_destroy_cq(cq); });
 	fprintf(stderr, "limit: unknown kind\n");
@@ -839,8 +841,8 @@ int main(int argc, char **argv)
 		return cmd_mr(dev);
 	if (cmd == "cq")
 		return cmd_cq(dev);
-	if (cmd == "limit" && argc == 4)
-		return cmd_limit(dev, argv[3]);
+	if (cmd == "limit" && argc == 5)
+		return cmd_limit(dev, argv[3], num(4));
 	if (cmd == "hold" && argc == 4)
 		return cmd_hold(dev, num(3));
 	return usage();

@@ -117,7 +117,10 @@ struct sroce_cqe {
 	__u16 slid;
 	__u8 sl;
 	__u8 dlid_path_bits;
-	__u8 reserved[18];
+	/* UD receives: enum rdma_network_type of the packet, its source MAC */
+	__u8 network_hdr_type;
+	__u8 smac[6];
+	__u8 reserved[11];
 };
 
 /* Where a ring is and its geometry. */
