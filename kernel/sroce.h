@@ -70,6 +70,8 @@
  * @num_mcast_grp: how many
  * @ah_xa: AH number -> struct sroce_ah (own xa_lock)
  * @ah_next: next AH number to try
+ * @srq_xa: XRC SRQ number -> struct sroce_srq (own xa_lock)
+ * @srq_next: next XRC SRQ number to try
  * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
  * @mem_next: next index to try, so that indices are used round-robin
  */
@@ -96,6 +98,8 @@ struct sroce_dev {
 	unsigned int num_mcast_grp;
 	struct xarray ah_xa;
 	u32 ah_next;
+	struct xarray srq_xa;
+	u32 srq_next;
 };
 
 struct sroce_ucontext {
@@ -104,6 +108,10 @@ struct sroce_ucontext {
 
 struct sroce_pd {
 	struct ib_pd ibpd;
+};
+
+struct sroce_xrcd {
+	struct ib_xrcd ibxrcd;
 };
 
 /**
@@ -187,6 +195,10 @@ struct sroce_req {
  * @read_left: bytes still to send
  * @read_sent: bytes sent
  * @read_psn: PSN of its next response
+ * @srq: XRC target QPs: the SRQ the XRCETH of the packet (or message) in
+ *       progress names, a reference; its PD checks memory accesses, its
+ *       WQEs receive and its CQ completes
+ * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
  * @atomic_valid: @atomic_psn and @atomic_orig describe the last atomic,
  *                answered again if it comes again
  */
@@ -207,6 +219,8 @@ struct sroce_resp {
 	u32 read_left;
 	u32 read_sent;
 	u32 read_psn;
+	struct sroce_srq *srq;
+	u32 xrc_srqn;
 	bool atomic_valid;
 	u32 atomic_psn;
 	u64 atomic_orig;
@@ -220,6 +234,9 @@ struct sroce_resp {
  * @cons: the kernel's consumer index
  * @limit: raise IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs remain (0: off)
  * @max_sge: SGEs a WQE may have
+ * @ref: XRC SRQs: held by the SRQ table and by each XRC target QP using
+ *       the SRQ for a packet or a message
+ * @released: completed when @ref drops to zero
  */
 struct sroce_srq {
 	struct ib_srq ibsrq;
@@ -228,6 +245,8 @@ struct sroce_srq {
 	u32 cons;
 	u32 limit;
 	u32 max_sge;
+	refcount_t ref;
+	struct completion released;
 };
 
 /**
@@ -252,6 +271,7 @@ struct sroce_ah {
  * @av: the destination of a connected QP (valid once IB_QP_AV is set)
  * @cap: the capacities the QP was created with
  * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
+ * @xrcd: XRC target QPs: the XRC domain whose SRQs it may deliver to
  * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
  * @sq: send ring; @sq_cons is the kernel's consumer index
  * @rq: receive ring; @rq_cons is the kernel's consumer index
@@ -279,6 +299,7 @@ struct sroce_qp {
 	struct sroce_av av;
 	struct ib_qp_cap cap;
 	bool sq_sig_all;
+	struct ib_xrcd *xrcd;
 	spinlock_t post_lock; /* see above */
 	struct sroce_ring sq;
 	u32 sq_cons;
@@ -312,7 +333,7 @@ struct sroce_pkt {
 
 #define SROCE_PKT(skb) ((struct sroce_pkt *)(skb)->cb)
 
-static inline void *sroce_pkt_hdr(struct sk_buff *skb, u16 which)
+static inline void *sroce_pkt_hdr(struct sk_buff *skb, u32 which)
 {
 	return skb->data + sroce_hdr_offset(SROCE_PKT(skb)->opcode, which);
 }
@@ -347,6 +368,31 @@ static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/* Reliable connected QPs: RC, and the two halves of XRC. */
+static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* The transport bits of the opcodes the QP sends and accepts. */
+static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_UC:
+		return SROCE_UC;
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		return SROCE_UD;
+	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
+		return SROCE_XRC;
+	default:
+		return SROCE_RC;
+	}
 }
 
 static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
@@ -437,6 +483,8 @@ int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
 int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 bool sroce_srq_take(struct sroce_srq *srq, void *wqe);
+struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn);
+void sroce_srq_put(struct sroce_srq *srq);
 int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
 			const struct ib_recv_wr *wr, u32 prod);
 int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
@@ -446,8 +494,19 @@ u32 sroce_recv_slot_size(u32 max_sge);
 /* sroce_qp.c */
 void sroce_qp_put(struct sroce_qp *qp);
 void sroce_qp_error(struct sroce_qp *qp);
-int sroce_qp_copy_sges(struct sroce_qp *qp, const struct sroce_sge *sge,
-		       u32 nsge, u32 offset, void *buf, u32 len, bool to_mem);
+int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
+		    u32 len, bool to_mem);
+
+/* The requester's SGEs: lkeys of the QP's PD. */
+static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
+				     const struct sroce_sge *sge, u32 nsge,
+				     u32 offset, void *buf, u32 len,
+				     bool to_mem)
+{
+	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
+			       nsge, offset, buf, len, to_mem);
+}
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

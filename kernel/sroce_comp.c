@@ -73,7 +73,7 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 	qp->req.retries = qp->attr.retry_cnt;
 	qp->req.rnr_retries = qp->attr.rnr_retry;
 	/* Progress: the transport timer starts over. */
-	if (qp->ibqp.qp_type == IB_QPT_RC)
+	if (sroce_qp_is_reliable(qp))
 		sroce_comp_arm_retry(qp);
 }
 
@@ -246,7 +246,7 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
-	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	u32 flags = sroce_opinfo[pkt->opcode].flags;
 	struct sroce_send_wqe *wqe;
 	struct sroce_swqe *sw;
 	u32 offset;
@@ -308,12 +308,13 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	u8 opcode = SROCE_PKT(skb)->opcode;
 
-	if (qp->ibqp.qp_type != IB_QPT_RC ||
+	if (!sroce_qp_is_reliable(qp) ||
+	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    (qp->attr.qp_state != IB_QPS_RTS &&
 	     qp->attr.qp_state != IB_QPS_SQD))
 		return;
 
-	switch (opcode) {
+	switch (SROCE_OP_BASE(opcode)) {
 	case SROCE_RC_ACK:
 		sroce_comp_ack(qp, skb);
 		break;

@@ -9,9 +9,10 @@
 
 /* Extended headers in wire order, with their sizes. */
 static const struct {
-	u16 flag;
+	u32 flag;
 	u8 len;
 } sroce_ext_hdrs[] = {
+	{ SROCE_OP_XRCETH, sizeof(struct sroce_xrceth) },
 	{ SROCE_OP_DETH, sizeof(struct sroce_deth) },
 	{ SROCE_OP_RETH, sizeof(struct sroce_reth) },
 	{ SROCE_OP_ATMETH, sizeof(struct sroce_atmeth) },
@@ -78,11 +79,29 @@ struct sroce_opinfo sroce_opinfo[256] = {
 					    O_IMM },
 };
 
+/*
+ * XRC has every RC opcode; its requests carry an XRCETH (the target SRQ),
+ * its responses do not.
+ */
+static void sroce_hdr_init_xrc(void)
+{
+	int op;
+
+	for (op = 0; op <= SROCE_RC_SEND_ONLY_INV; op++) {
+		u32 flags = sroce_opinfo[SROCE_RC | op].flags;
+
+		if (flags & SROCE_OP_REQ)
+			flags |= SROCE_OP_XRCETH;
+		sroce_opinfo[SROCE_XRC | op].flags = flags;
+	}
+}
+
 /* Mark the opcodes valid and compute their header lengths (module load). */
 void sroce_hdr_init(void)
 {
 	int op, i;
 
+	sroce_hdr_init_xrc();
 	for (op = 0; op < ARRAY_SIZE(sroce_opinfo); op++) {
 		struct sroce_opinfo *info = &sroce_opinfo[op];
 
@@ -103,9 +122,9 @@ void sroce_hdr_init(void)
  *
  * Return: its offset from the start of the BTH.
  */
-unsigned int sroce_hdr_offset(u8 opcode, u16 which)
+unsigned int sroce_hdr_offset(u8 opcode, u32 which)
 {
-	u16 flags = sroce_opinfo[opcode].flags;
+	u32 flags = sroce_opinfo[opcode].flags;
 	unsigned int off = sizeof(struct sroce_bth);
 	int i;
 

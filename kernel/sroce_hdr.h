@@ -3,7 +3,8 @@
  * sroce: the RoCEv2 wire format (InfiniBand transport headers over UDP 4791).
  *
  * After the UDP header: BTH, then the extended headers an opcode carries,
- * in this order: DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt, IETH;
+ * in this order: XRCETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
+ * IETH;
  * then the payload, 0-3 pad bytes to a 4-byte boundary, and the ICRC.
  */
 #ifndef SROCE_HDR_H
@@ -54,6 +55,10 @@ struct sroce_atmack {
 	__be64 orig;
 } __packed;
 
+struct sroce_xrceth {
+	__be32 srqn;		/* bits 23..0 the XRC SRQ number */
+};
+
 struct sroce_deth {
 	__be32 qkey;
 	__be32 sqp;		/* bits 23..0 source QPN */
@@ -94,12 +99,18 @@ enum sroce_opcode {
 	SROCE_RC_FETCH_ADD		= 0x14,
 	SROCE_RC_SEND_LAST_INV		= 0x16,
 	SROCE_RC_SEND_ONLY_INV		= 0x17,
-	/* UC: the RC SEND and WRITE opcodes | 0x20 */
-	SROCE_UC			= 0x20,
+	/* The transport, in the top 3 bits; the operation in the low 5. */
+	SROCE_RC			= 0x00,
+	SROCE_UC			= 0x20,	/* RC's SEND and WRITE opcodes */
+	SROCE_UD			= 0x60,
+	SROCE_XRC			= 0xa0,	/* all of RC's opcodes */
 	/* UD */
 	SROCE_UD_SEND_ONLY		= 0x64,
 	SROCE_UD_SEND_ONLY_IMM		= 0x65,
 };
+
+#define SROCE_OP_TRANSPORT(op)	((op) & 0xe0)
+#define SROCE_OP_BASE(op)	((op) & 0x1f)
 
 /* What an opcode is and carries (struct sroce_opinfo.flags). */
 enum {
@@ -119,10 +130,11 @@ enum {
 	SROCE_OP_DETH		= BIT(13),
 	SROCE_OP_ATMETH		= BIT(14),
 	SROCE_OP_ATMACK		= BIT(15),
+	SROCE_OP_XRCETH		= BIT(16),
 };
 
 struct sroce_opinfo {
-	u16 flags;
+	u32 flags;
 	u8 hdr_len;		/* BTH and every extended header */
 };
 
@@ -131,6 +143,6 @@ extern struct sroce_opinfo sroce_opinfo[256];
 void sroce_hdr_init(void);
 
 /* Offset of an extended header within the transport headers. */
-unsigned int sroce_hdr_offset(u8 opcode, u16 which);
+unsigned int sroce_hdr_offset(u8 opcode, u32 which);
 
 #endif /* SROCE_HDR_H */

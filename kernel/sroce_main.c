@@ -135,6 +135,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	mutex_init(&sdev->state_lock);
 	xa_init_flags(&sdev->mem_xa, XA_FLAGS_ALLOC1);
 	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
+	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
 	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast_groups);
@@ -188,6 +189,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	xa_destroy(&sdev->mem_xa);
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
+	WARN_ON(!xa_empty(&sdev->srq_xa));
+	xa_destroy(&sdev->srq_xa);
 	WARN_ON(!list_empty(&sdev->mcast_groups));
 	WARN_ON(!xa_empty(&sdev->ah_xa));
 	xa_destroy(&sdev->ah_xa);

@@ -119,6 +119,17 @@ static void sroce_qp_publish_state(struct sroce_qp *qp)
 	smp_mb(); /* the state is visible before the engine looks at rings */
 }
 
+/* Bytes of the receive WQE copy: the largest WQE the QP may take. */
+static u32 sroce_qp_rwqe_size(struct sroce_qp *qp,
+			      const struct ib_qp_init_attr *init)
+{
+	if (init->qp_type == IB_QPT_XRC_TGT)
+		return sroce_recv_slot_size(SROCE_MAX_SGE);
+	if (init->srq)
+		return to_ssrq(init->srq)->ring.slot_size;
+	return max(qp->rq.slot_size, (u32)sizeof(struct sroce_recv_wqe));
+}
+
 /*
  * Give the QP its number: QP1 for the GSI QP (one per device), else the
  * next free one from SROCE_MIN_QPN on. From here packets can find it.
@@ -175,9 +186,15 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	case IB_QPT_RC:
 	case IB_QPT_UC:
 	case IB_QPT_UD:
+	case IB_QPT_XRC_INI:
 		break;
 	case IB_QPT_GSI:
 		if (udata)
+			return -EINVAL;
+		break;
+	case IB_QPT_XRC_TGT:
+		/* ib_core creates it for the XRC domain, as a kernel QP. */
+		if (!init->xrcd)
 			return -EINVAL;
 		break;
 	default:
@@ -203,12 +220,15 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->post_lock);
 	INIT_WORK(&qp->work, sroce_qp_work);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->xrcd = init->xrcd;
 	err = sroce_ring_init(&qp->sq, uctx,
 			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
 			      sroce_send_slot_size(&init->cap));
 	if (err)
 		goto err_count;
-	if (!init->srq) {
+	/* XRC halves have no RQ: the target takes WQEs from XRC SRQs. */
+	if (!init->srq && init->qp_type != IB_QPT_XRC_INI &&
+	    init->qp_type != IB_QPT_XRC_TGT) {
 		err = sroce_ring_init(&qp->rq, uctx,
 				      roundup_pow_of_two(max(init->cap.max_recv_wr,
 							     1U)),
@@ -221,9 +241,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sq_copy = kvzalloc(array_size(qp->sq.num_slots, qp->sq.slot_size),
 			       GFP_KERNEL);
 	qp->swqe = kvcalloc(qp->sq.num_slots, sizeof(*qp->swqe), GFP_KERNEL);
-	qp->resp.rwqe = kzalloc(init->srq ?
-					to_ssrq(init->srq)->ring.slot_size :
-					qp->rq.slot_size, GFP_KERNEL);
+	qp->resp.rwqe = kzalloc(sroce_qp_rwqe_size(qp, init), GFP_KERNEL);
 	if (!qp->sq_copy || !qp->swqe || !qp->resp.rwqe)
 		goto err_mem;
 	refcount_set(&qp->ref, 1);
@@ -479,7 +497,7 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->cur_qp_state = qp->attr.qp_state;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;
-	if (ibqp->qp_type == IB_QPT_RC || ibqp->qp_type == IB_QPT_UC)
+	if (!sroce_qp_is_ud(qp))
 		sroce_av_to_attr(&qp->av, &attr->ah_attr);
 	mutex_unlock(&qp->lock);
 
@@ -677,8 +695,9 @@ out:
 }
 
 /**
- * sroce_qp_copy_sges - copy between a buffer and an SGE list
- * @qp: the QP whose PD the SGEs' lkeys must be in
+ * sroce_copy_sges - copy between a buffer and an SGE list
+ * @sdev: the device
+ * @pd: the PD the SGEs' lkeys must be in
  * @sge: the SGEs
  * @nsge: how many
  * @offset: where in the list's bytes to start
@@ -689,10 +708,10 @@ out:
  * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
  * if an lkey does not grant the access (wrong key, PD, access or bounds).
  */
-int sroce_qp_copy_sges(struct sroce_qp *qp, const struct sroce_sge *sge,
-		       u32 nsge, u32 offset, void *buf, u32 len, bool to_mem)
+int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
+		    u32 len, bool to_mem)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	u32 i;
 
 	for (i = 0; i < nsge && len; i++) {
@@ -704,7 +723,7 @@ int sroce_qp_copy_sges(struct sroce_qp *qp, const struct sroce_sge *sge,
 			continue;
 		}
 		n = min(slen - offset, len);
-		mr = sroce_mr_get(sdev, qp->ibqp.pd, sge[i].lkey,
+		mr = sroce_mr_get(sdev, pd, sge[i].lkey,
 				  sge[i].addr + offset, n,
 				  to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
 		if (IS_ERR(mr))
@@ -767,7 +786,8 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 /* In the error state: complete everything posted with WR_FLUSH_ERR. */
 static void sroce_qp_flush(struct sroce_qp *qp)
 {
-	struct sroce_cq *rcq = to_scq(qp->ibqp.recv_cq);
+	struct sroce_cq *rcq = qp->ibqp.recv_cq ? to_scq(qp->ibqp.recv_cq) :
+						  NULL;
 
 	/* First the WQEs the engine had taken, then the ring. */
 	qp->req.next = qp->sq_cons;
@@ -780,7 +800,7 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	qp->sq_comp = qp->sq_cons;
 	qp->req.next = qp->sq_cons;
 
-	if (qp->resp.rwqe_valid) {
+	if (qp->resp.rwqe_valid && rcq) {
 		const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
 		struct sroce_cqe cqe = {
 			.wr_id = rwqe->wr_id,

@@ -29,12 +29,13 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 		return true;
 	case IB_UVERBS_WR_RDMA_WRITE:
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-		return type == IB_QPT_RC || type == IB_QPT_UC;
+		return type == IB_QPT_RC || type == IB_QPT_UC ||
+		       type == IB_QPT_XRC_INI;
 	case IB_UVERBS_WR_RDMA_READ:
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_UVERBS_WR_SEND_WITH_INV:
-		return type == IB_QPT_RC;
+		return type == IB_QPT_RC || type == IB_QPT_XRC_INI;
 	default:
 		return false;
 	}
@@ -130,37 +131,35 @@ static bool sroce_req_fetch(struct sroce_qp *qp)
 	return true;
 }
 
-static u8 sroce_req_opcode(struct sroce_qp *qp, u32 wr_opcode, bool first,
-			   bool last)
+/* The RC opcode of a WQE's packet; sroce_req_opcode() adds the transport. */
+static u8 sroce_req_rc_opcode(u32 wr_opcode, bool first, bool last)
 {
-	u8 base = qp->ibqp.qp_type == IB_QPT_UC ? SROCE_UC : 0;
-
 	switch (wr_opcode) {
 	case IB_UVERBS_WR_SEND:
-		return base | (first ? (last ? SROCE_RC_SEND_ONLY :
-					       SROCE_RC_SEND_FIRST) :
-				       (last ? SROCE_RC_SEND_LAST :
-					       SROCE_RC_SEND_MIDDLE));
+		return first ? (last ? SROCE_RC_SEND_ONLY :
+				       SROCE_RC_SEND_FIRST) :
+			       (last ? SROCE_RC_SEND_LAST :
+				       SROCE_RC_SEND_MIDDLE);
 	case IB_UVERBS_WR_SEND_WITH_IMM:
-		return base | (first ? (last ? SROCE_RC_SEND_ONLY_IMM :
-					       SROCE_RC_SEND_FIRST) :
-				       (last ? SROCE_RC_SEND_LAST_IMM :
-					       SROCE_RC_SEND_MIDDLE));
+		return first ? (last ? SROCE_RC_SEND_ONLY_IMM :
+				       SROCE_RC_SEND_FIRST) :
+			       (last ? SROCE_RC_SEND_LAST_IMM :
+				       SROCE_RC_SEND_MIDDLE);
 	case IB_UVERBS_WR_SEND_WITH_INV:
 		return first ? (last ? SROCE_RC_SEND_ONLY_INV :
 				       SROCE_RC_SEND_FIRST) :
 			       (last ? SROCE_RC_SEND_LAST_INV :
 				       SROCE_RC_SEND_MIDDLE);
 	case IB_UVERBS_WR_RDMA_WRITE:
-		return base | (first ? (last ? SROCE_RC_WRITE_ONLY :
-					       SROCE_RC_WRITE_FIRST) :
-				       (last ? SROCE_RC_WRITE_LAST :
-					       SROCE_RC_WRITE_MIDDLE));
+		return first ? (last ? SROCE_RC_WRITE_ONLY :
+				       SROCE_RC_WRITE_FIRST) :
+			       (last ? SROCE_RC_WRITE_LAST :
+				       SROCE_RC_WRITE_MIDDLE);
 	case IB_UVERBS_WR_RDMA_WRITE_WITH_IMM:
-		return base | (first ? (last ? SROCE_RC_WRITE_ONLY_IMM :
-					       SROCE_RC_WRITE_FIRST) :
-				       (last ? SROCE_RC_WRITE_LAST_IMM :
-					       SROCE_RC_WRITE_MIDDLE));
+		return first ? (last ? SROCE_RC_WRITE_ONLY_IMM :
+				       SROCE_RC_WRITE_FIRST) :
+			       (last ? SROCE_RC_WRITE_LAST_IMM :
+				       SROCE_RC_WRITE_MIDDLE);
 	case IB_UVERBS_WR_RDMA_READ:
 		return SROCE_RC_READ_REQ;
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
@@ -170,12 +169,24 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, u32 wr_opcode, bool first,
 	}
 }
 
+static u8 sroce_req_opcode(struct sroce_qp *qp, u32 wr_opcode, bool first,
+			   bool last)
+{
+	return sroce_qp_transport(qp) |
+	       sroce_req_rc_opcode(wr_opcode, first, last);
+}
+
 /* Fill the extended headers of a request packet. */
 static void sroce_req_headers(struct sk_buff *skb,
 			      const struct sroce_send_wqe *wqe, u32 len)
 {
-	u16 flags = sroce_opinfo[SROCE_PKT(skb)->opcode].flags;
+	u32 flags = sroce_opinfo[SROCE_PKT(skb)->opcode].flags;
 
+	if (flags & SROCE_OP_XRCETH) {
+		struct sroce_xrceth *x = sroce_pkt_hdr(skb, SROCE_OP_XRCETH);
+
+		x->srqn = cpu_to_be32(wqe->xrc_srqn & SROCE_QPN_MASK);
+	}
 	if (flags & SROCE_OP_RETH) {
 		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 
@@ -297,7 +308,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 		return -ENOMEM;
 	bth = (struct sroce_bth *)skb->data;
 	bth->qpn = cpu_to_be32(qp->attr.dest_qp_num);
-	if (last && qp->ibqp.qp_type == IB_QPT_RC)
+	if (last && sroce_qp_is_reliable(qp))
 		bth->apsn |= cpu_to_be32(SROCE_BTH_ACKREQ);
 	if (last && (wqe->send_flags & IB_SEND_SOLICITED))
 		bth->flags |= SROCE_BTH_SE;
@@ -331,7 +342,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	}
 	/* A packet the network drops is the retry timer's to recover. */
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
-	if (qp->ibqp.qp_type == IB_QPT_RC && !timer_pending(&qp->retry_timer))
+	if (sroce_qp_is_reliable(qp) && !timer_pending(&qp->retry_timer))
 		sroce_comp_arm_retry(qp);
 	return 0;
 }
@@ -371,7 +382,7 @@ void sroce_req_run(struct sroce_qp *qp)
 		if (sroce_qp_is_ud(qp) ? sroce_req_ud(qp, idx) :
 						    sroce_req_packet(qp, idx))
 			break;
-		if (qp->ibqp.qp_type != IB_QPT_RC)
+		if (!sroce_qp_is_reliable(qp))
 			sroce_comp_send_done(qp);
 	}
 }

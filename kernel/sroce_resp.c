@@ -33,8 +33,9 @@ static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
 {
 	struct sk_buff *skb;
 
-	skb = sroce_pkt_alloc(to_sdev(qp->ibqp.device), &qp->av, opcode, psn,
-			      paylen);
+	/* @opcode is RC's; an XRC target answers with XRC's. */
+	skb = sroce_pkt_alloc(to_sdev(qp->ibqp.device), &qp->av,
+			      sroce_qp_transport(qp) | opcode, psn, paylen);
 	if (skb)
 		((struct sroce_bth *)skb->data)->qpn =
 			cpu_to_be32(qp->attr.dest_qp_num);
@@ -65,15 +66,52 @@ static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 	sroce_resp_xmit(qp, skb);
 }
 
+/* The SRQ receives come from: the QP's, or an XRC target's current one. */
+static struct sroce_srq *sroce_resp_srq(struct sroce_qp *qp)
+{
+	if (qp->resp.srq)
+		return qp->resp.srq;
+	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq) : NULL;
+}
+
+/* The PD memory accesses are checked in (an XRC target's: its SRQ's). */
+static struct ib_pd *sroce_resp_pd(struct sroce_qp *qp)
+{
+	return qp->resp.srq ? qp->resp.srq->ibsrq.pd : qp->ibqp.pd;
+}
+
+/* The CQ receives complete in (an XRC target's: its SRQ's). */
+static struct sroce_cq *sroce_resp_cq(struct sroce_qp *qp)
+{
+	return to_scq(qp->resp.srq ? qp->resp.srq->ibsrq.ext.cq :
+				     qp->ibqp.recv_cq);
+}
+
+static int sroce_resp_copy_sges(struct sroce_qp *qp,
+				const struct sroce_sge *sge, u32 nsge,
+				u32 offset, void *buf, u32 len)
+{
+	return sroce_copy_sges(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
+			       sge, nsge, offset, buf, len, true);
+}
+
+static struct sroce_mr *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
+					  u64 va, u64 len, int access)
+{
+	return sroce_mr_get(to_sdev(qp->ibqp.device), sroce_resp_pd(qp), rkey,
+			    va, len, access);
+}
+
 /* Take the next receive WQE (RQ or SRQ) into resp.rwqe. */
 static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 {
+	struct sroce_srq *srq = sroce_resp_srq(qp);
 	u32 prod;
 
 	if (qp->resp.rwqe_valid)
 		return true;
-	if (qp->ibqp.srq) {
-		if (!sroce_srq_take(to_ssrq(qp->ibqp.srq), qp->resp.rwqe))
+	if (srq) {
+		if (!sroce_srq_take(srq, qp->resp.rwqe))
 			return false;
 		qp->resp.rwqe_valid = true;
 		qp->resp.offset = 0;
@@ -102,11 +140,11 @@ static void sroce_resp_post(struct sroce_qp *qp, struct sroce_cqe *cqe,
 	cqe->qp_num = qp->ibqp.qp_num;
 	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
-	if (!qp->ibqp.srq) {
+	if (!sroce_resp_srq(qp)) {
 		qp->rq_cons++;
 		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
 	}
-	sroce_cq_post(to_scq(qp->ibqp.recv_cq), qp, cqe, solicited);
+	sroce_cq_post(sroce_resp_cq(qp), qp, cqe, solicited);
 }
 
 /* Connected QPs: the source is the QP's peer. */
@@ -152,8 +190,9 @@ static void sroce_resp_complete_ud(struct sroce_qp *qp, struct sk_buff *skb,
 /* SGEs a receive WQE may have: the RQ's or the SRQ's. */
 static u32 sroce_resp_max_sge(struct sroce_qp *qp)
 {
-	return qp->ibqp.srq ? to_ssrq(qp->ibqp.srq)->max_sge :
-			      qp->cap.max_recv_sge;
+	struct sroce_srq *srq = sroce_resp_srq(qp);
+
+	return srq ? srq->max_sge : qp->cap.max_recv_sge;
 }
 
 /* Copy payload into resp.rwqe's buffers; map a failure to its result. */
@@ -171,9 +210,9 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 				    0, 0, 0, false);
 		return SROCE_RESP_NAK_OP;
 	}
-	err = sroce_qp_copy_sges(qp, (const void *)(rwqe + 1), rwqe->num_sge,
-				 qp->resp.offset, sroce_pkt_payload(skb),
-				 paylen, true);
+	err = sroce_resp_copy_sges(qp, (const void *)(rwqe + 1), rwqe->num_sge,
+				   qp->resp.offset, sroce_pkt_payload(skb),
+				   paylen);
 	if (err == -ERANGE) {
 		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
@@ -192,12 +231,12 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 					      struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
-	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	u32 flags = sroce_opinfo[pkt->opcode].flags;
 	enum sroce_resp_result res;
 	u32 ex = 0, wc_flags = 0;
 
 	if ((flags & SROCE_OP_FIRST) && !sroce_resp_take_rwqe(qp))
-		return qp->ibqp.qp_type == IB_QPT_RC ? SROCE_RESP_RNR :
+		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
 	res = sroce_resp_fill(qp, skb);
 	if (res != SROCE_RESP_OK || !(flags & SROCE_OP_LAST))
@@ -220,9 +259,8 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 					       struct sk_buff *skb)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
-	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	u32 flags = sroce_opinfo[pkt->opcode].flags;
 	struct sroce_resp *r = &qp->resp;
 	u32 ex;
 
@@ -238,9 +276,9 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		r->resid = len;
 		r->wlen = len;
 		if (len) {
-			r->mr = sroce_mr_get(sdev, qp->ibqp.pd,
-					     be32_to_cpu(reth->rkey), r->va,
-					     len, IB_ACCESS_REMOTE_WRITE);
+			r->mr = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
+						  r->va, len,
+						  IB_ACCESS_REMOTE_WRITE);
 			if (IS_ERR(r->mr)) {
 				r->mr = NULL;
 				return SROCE_RESP_NAK_ACCESS;
@@ -253,7 +291,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		return SROCE_RESP_NAK_INV;
 	/* With immediate data the last packet needs a receive WQE: first. */
 	if ((flags & SROCE_OP_IMM) && !sroce_resp_take_rwqe(qp))
-		return qp->ibqp.qp_type == IB_QPT_RC ? SROCE_RESP_RNR :
+		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
 	if (pkt->paylen) {
 		sroce_mr_copy(r->mr, r->va, sroce_pkt_payload(skb),
@@ -337,7 +375,6 @@ static void sroce_resp_read_empty(struct sroce_qp *qp, u32 psn)
 static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 					      struct sk_buff *skb, bool dup)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 	u32 len = be32_to_cpu(reth->len), psn = SROCE_PKT(skb)->psn;
 	struct sroce_resp *r = &qp->resp;
@@ -348,9 +385,9 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	if (len > SROCE_MAX_MSG_SIZE)
 		return SROCE_RESP_NAK_INV;
 	if (len) {
-		mr = sroce_mr_get(sdev, qp->ibqp.pd, be32_to_cpu(reth->rkey),
-				  be64_to_cpu(reth->va), len,
-				  IB_ACCESS_REMOTE_READ);
+		mr = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
+				       be64_to_cpu(reth->va), len,
+				       IB_ACCESS_REMOTE_READ);
 		if (IS_ERR(mr))
 			return SROCE_RESP_NAK_ACCESS;
 	}
@@ -388,7 +425,6 @@ static void sroce_resp_atomic_ack(struct sroce_qp *qp, u32 psn, u64 orig)
 static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 						struct sk_buff *skb)
 {
-	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
 	u64 va = be64_to_cpu(a->va);
 	u32 psn = SROCE_PKT(skb)->psn;
@@ -399,11 +435,11 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 		return SROCE_RESP_NAK_ACCESS;
 	if (va & 7)
 		return SROCE_RESP_NAK_INV;
-	mr = sroce_mr_get(sdev, qp->ibqp.pd, be32_to_cpu(a->rkey), va, 8,
-			  IB_ACCESS_REMOTE_ATOMIC);
+	mr = sroce_resp_mr_get(qp, be32_to_cpu(a->rkey), va, 8,
+			       IB_ACCESS_REMOTE_ATOMIC);
 	if (IS_ERR(mr))
 		return SROCE_RESP_NAK_ACCESS;
-	if (SROCE_PKT(skb)->opcode == SROCE_RC_CMP_SWAP)
+	if (SROCE_OP_BASE(SROCE_PKT(skb)->opcode) == SROCE_RC_CMP_SWAP)
 		orig = sroce_mr_atomic(mr, va, be64_to_cpu(a->compare),
 				       be64_to_cpu(a->swap_add), true);
 	else
@@ -426,7 +462,7 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 	u8 opcode = SROCE_PKT(skb)->opcode;
 	u32 psn = SROCE_PKT(skb)->psn;
 
-	if (opcode == SROCE_RC_READ_REQ) {
+	if (SROCE_OP_BASE(opcode) == SROCE_RC_READ_REQ) {
 		/* Answered again from memory, unless a READ is under way. */
 		if (!qp->resp.read_left)
 			sroce_resp_read(qp, skb, true);
@@ -465,13 +501,12 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 	else
 		memcpy(grh, skb_network_header(skb), sizeof(struct ipv6hdr));
 	err = rwqe->num_sge > sroce_resp_max_sge(qp) ? -EINVAL :
-		sroce_qp_copy_sges(qp, (const void *)(rwqe + 1),
-				   rwqe->num_sge, 0, grh, sizeof(grh), true);
+		sroce_resp_copy_sges(qp, (const void *)(rwqe + 1),
+				     rwqe->num_sge, 0, grh, sizeof(grh));
 	if (!err && pkt->paylen)
-		err = sroce_qp_copy_sges(qp, (const void *)(rwqe + 1),
-					 rwqe->num_sge, sizeof(grh),
-					 sroce_pkt_payload(skb), pkt->paylen,
-					 true);
+		err = sroce_resp_copy_sges(qp, (const void *)(rwqe + 1),
+					   rwqe->num_sge, sizeof(grh),
+					   sroce_pkt_payload(skb), pkt->paylen);
 	if (err) {
 		sroce_resp_complete(qp, err == -ERANGE ? IB_WC_LOC_LEN_ERR :
 					IB_WC_LOC_PROT_ERR,
@@ -501,17 +536,29 @@ static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 	qp->resp.nak_sent = true;
 }
 
-/* Is @opcode of the QP's transport (RC 0x00, UC 0x20, UD 0x60)? */
-static bool sroce_resp_transport_ok(struct sroce_qp *qp, u8 opcode)
+/*
+ * An XRC target: find the SRQ the packet's XRCETH names, which must be in
+ * the QP's XRC domain and, within a message, stay the same. It is held
+ * (resp.srq) until the packet is processed.
+ */
+static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
 {
-	switch (qp->ibqp.qp_type) {
-	case IB_QPT_RC:
-		return (opcode & 0xe0) == 0;
-	case IB_QPT_UC:
-		return (opcode & 0xe0) == SROCE_UC;
-	default:
-		return (opcode & 0xe0) == 0x60;
+	struct sroce_xrceth *x = sroce_pkt_hdr(skb, SROCE_OP_XRCETH);
+	u32 srqn = be32_to_cpu(x->srqn) & SROCE_QPN_MASK;
+	struct sroce_srq *srq;
+
+	if (qp->resp.rwqe_valid && srqn != qp->resp.xrc_srqn)
+		return false;
+	srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device), srqn);
+	if (!srq)
+		return false;
+	if (srq->ibsrq.ext.xrc.xrcd != qp->xrcd) {
+		sroce_srq_put(srq);
+		return false;
 	}
+	qp->resp.srq = srq;
+	qp->resp.xrc_srqn = srqn;
+	return true;
 }
 
 /* Abandon the message in progress (UC after a PSN gap, or errors). */
@@ -526,10 +573,10 @@ static void sroce_resp_abort_msg(struct sroce_qp *qp)
 }
 
 /* Does @opcode continue (or legally start) the message in progress? */
-static bool sroce_resp_in_sequence(struct sroce_qp *qp, u16 flags)
+static bool sroce_resp_in_sequence(struct sroce_qp *qp, u32 flags)
 {
-	u16 kind = SROCE_OP_SEND | SROCE_OP_WRITE;
-	u16 prev;
+	u32 kind = SROCE_OP_SEND | SROCE_OP_WRITE;
+	u32 prev;
 
 	if (qp->resp.opcode < 0)
 		return flags & SROCE_OP_FIRST;
@@ -541,7 +588,7 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 			      enum sroce_resp_result res)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
-	bool rc = qp->ibqp.qp_type == IB_QPT_RC;
+	bool rc = sroce_qp_is_reliable(qp);
 	u8 nak;
 
 	switch (res) {
@@ -585,32 +632,12 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	sroce_qp_error(qp);
 }
 
-/**
- * sroce_resp_rcv - a request packet arrived
- * @qp: the QP, its lock held
- * @skb: the packet (the caller frees it)
- */
-void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
+/* RC and UC (and XRC, with resp.srq set): a request in a connection. */
+static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
-	u16 flags = sroce_opinfo[pkt->opcode].flags;
+	u32 flags = sroce_opinfo[pkt->opcode].flags;
 	enum sroce_resp_result res;
-
-	switch (qp->attr.qp_state) {
-	case IB_QPS_RTR:
-	case IB_QPS_RTS:
-	case IB_QPS_SQD:
-	case IB_QPS_SQE:
-		break;
-	default:
-		return;
-	}
-	if (!sroce_resp_transport_ok(qp, pkt->opcode))
-		return;
-	if (sroce_qp_is_ud(qp)) {
-		sroce_resp_ud(qp, skb);
-		return;
-	}
 
 	if (pkt->psn != qp->resp.epsn) {
 		if (qp->ibqp.qp_type != IB_QPT_UC) {
@@ -643,6 +670,44 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	else
 		res = sroce_resp_atomic(qp, skb);
 	sroce_resp_result(qp, skb, res);
+}
+
+/**
+ * sroce_resp_rcv - a request packet arrived
+ * @qp: the QP, its lock held
+ * @skb: the packet (the caller frees it)
+ */
+void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_pkt *pkt = SROCE_PKT(skb);
+
+	switch (qp->attr.qp_state) {
+	case IB_QPS_RTR:
+	case IB_QPS_RTS:
+	case IB_QPS_SQD:
+	case IB_QPS_SQE:
+		break;
+	default:
+		return;
+	}
+	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp))
+		return;
+	if (sroce_qp_is_ud(qp)) {
+		sroce_resp_ud(qp, skb);
+		return;
+	}
+	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT) {
+		sroce_resp_rc(qp, skb);
+		return;
+	}
+	if (!sroce_resp_xrc_srq(qp, skb)) {
+		if (pkt->psn == qp->resp.epsn)
+			sroce_resp_result(qp, skb, SROCE_RESP_NAK_INV);
+		return;
+	}
+	sroce_resp_rc(qp, skb);
+	sroce_srq_put(qp->resp.srq);
+	qp->resp.srq = NULL;
 }
 
 /* Continue a READ's responses. Return: true when none are left. */

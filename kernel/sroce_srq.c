@@ -58,7 +58,7 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	u32 slot;
 	int err;
 
-	if (init->srq_type != IB_SRQT_BASIC)
+	if (init->srq_type != IB_SRQT_BASIC && init->srq_type != IB_SRQT_XRC)
 		return -EOPNOTSUPP;
 	if (udata) {
 		if (udata->outlen < sizeof(resp))
@@ -87,15 +87,29 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 				     sizeof(struct sroce_sge));
 	init->attr.max_wr = srq->ring.num_slots;
 	init->attr.max_sge = srq->max_sge;
+	refcount_set(&srq->ref, 1);
+	init_completion(&srq->released);
+	if (init->srq_type == IB_SRQT_XRC) {
+		/* XRC senders name it by number: from here packets find it. */
+		err = xa_alloc_cyclic_irq(&sdev->srq_xa,
+					  &ibsrq->ext.xrc.srq_num, srq,
+					  XA_LIMIT(1, SROCE_QPN_MASK),
+					  &sdev->srq_next, GFP_KERNEL);
+		if (err < 0)
+			goto err_ring;
+	}
 
 	if (!udata)
 		return 0;
 	sroce_ring_geom(&srq->ring, &resp.ring);
 	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
 	if (err)
-		goto err_ring;
+		goto err_srqn;
 	return 0;
 
+err_srqn:
+	if (init->srq_type == IB_SRQT_XRC)
+		xa_erase_irq(&sdev->srq_xa, ibsrq->ext.xrc.srq_num);
 err_ring:
 	sroce_ring_release(&srq->ring);
 err_count:
@@ -135,6 +149,13 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 
+	if (ibsrq->srq_type == IB_SRQT_XRC) {
+		/* No XRC packet finds it now; wait for those that did. */
+		xa_erase_irq(&to_sdev(ibsrq->device)->srq_xa,
+			     ibsrq->ext.xrc.srq_num);
+		sroce_srq_put(srq);
+		wait_for_completion(&srq->released);
+	}
 	sroce_ring_release(&srq->ring);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;
@@ -216,4 +237,31 @@ bool sroce_srq_take(struct sroce_srq *srq, void *wqe)
 		srq->ibsrq.event_handler(&ev, srq->ibsrq.srq_context);
 	}
 	return true;
+}
+
+/**
+ * sroce_xrc_srq_get - the XRC SRQ an XRCETH names
+ * @sdev: the device
+ * @srqn: the SRQ number
+ *
+ * Return: the SRQ with a reference held (sroce_srq_put() it soon: the
+ * SRQ's destruction waits for it), or NULL.
+ */
+struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn)
+{
+	struct sroce_srq *srq;
+	unsigned long flags;
+
+	xa_lock_irqsave(&sdev->srq_xa, flags);
+	srq = xa_load(&sdev->srq_xa, srqn);
+	if (srq && !refcount_inc_not_zero(&srq->ref))
+		srq = NULL;
+	xa_unlock_irqrestore(&sdev->srq_xa, flags);
+	return srq;
+}
+
+void sroce_srq_put(struct sroce_srq *srq)
+{
+	if (refcount_dec_and_test(&srq->ref))
+		complete(&srq->released);
 }

@@ -58,7 +58,8 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->masked_atomic_cap = IB_ATOMIC_NONE;
 	attr->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
 				 IB_DEVICE_SYS_IMAGE_GUID |
-				 IB_DEVICE_RC_RNR_NAK_GEN;
+				 IB_DEVICE_RC_RNR_NAK_GEN |
+				 IB_DEVICE_XRC;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
 	return 0;
 }
@@ -205,6 +206,17 @@ static int sroce_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
+/* An XRC domain only groups XRC SRQs and target QPs; ib_core tracks it. */
+static int sroce_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
+}
+
+static int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return 0;
+}
+
 static const struct ib_device_ops sroce_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -217,10 +229,12 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.create_srq = sroce_create_srq,
 	.create_user_ah = sroce_create_ah,
 	.alloc_ucontext = sroce_alloc_ucontext,
+	.alloc_xrcd = sroce_alloc_xrcd,
 	.attach_mcast = sroce_attach_mcast,
 	.dealloc_driver = sroce_dealloc_driver,
 	.dealloc_pd = sroce_dealloc_pd,
 	.dealloc_ucontext = sroce_dealloc_ucontext,
+	.dealloc_xrcd = sroce_dealloc_xrcd,
 	.dereg_mr = sroce_dereg_mr,
 	.destroy_ah = sroce_destroy_ah,
 	.destroy_cq = sroce_destroy_cq,
@@ -256,6 +270,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_qp, sroce_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, sroce_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, sroce_ucontext, ibuc),
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, sroce_xrcd, ibxrcd),
 };
 
 /**

@@ -163,4 +163,35 @@ int destroy_ah(ibv_ah *ibah) noexcept
 	return 0;
 }
 
+// XRC domains: only the kernel object (ib_uverbs shares it by inode).
+ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept
+{
+	auto *x = new (std::nothrow) verbs_xrcd{};
+	if (!x) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_open_xrcd cmd{};
+	ib_uverbs_open_xrcd_resp resp{};
+	int ret = ibv_cmd_open_xrcd(ibctx, x, sizeof(*x), attr, &cmd,
+				    sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		delete x;
+		errno = ret;
+		return nullptr;
+	}
+	return &x->xrcd;
+}
+
+int close_xrcd(ibv_xrcd *ibxrcd) noexcept
+{
+	auto *x = reinterpret_cast<verbs_xrcd *>(ibxrcd);
+	int ret = ibv_cmd_close_xrcd(x);
+
+	if (ret)
+		return ret;
+	delete x;
+	return 0;
+}
+
 } // namespace sroce

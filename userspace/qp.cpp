@@ -38,9 +38,12 @@ uint32_t qp_state(const qp *q)
 	return shared(q->sq.hdr()->qp_state).load(std::memory_order_acquire);
 }
 
-// Sends may be posted in RTS, SQD, SQE and ERR (where they are flushed).
+// Sends may be posted in RTS, SQD, SQE and ERR (where they are flushed),
+// on a QP with a send queue (not an XRC receive QP).
 bool can_send(const qp *q)
 {
+	if (!q->sq.map)
+		return false;
 	uint32_t state = qp_state(q);
 
 	return state != IBV_QPS_RESET && state != IBV_QPS_INIT &&
@@ -63,12 +66,13 @@ bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode)
 		return true;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_XRC_SEND;
 	case IBV_WR_RDMA_READ:
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
-		return type == IBV_QPT_RC;
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
 	}
@@ -188,6 +192,8 @@ int write_send_wr(qp *q, const ibv_send_wr *wr) noexcept
 	if (type == IBV_QPT_UD)
 		wqe_set_ud(wqe, wr->wr.ud.ah, wr->wr.ud.remote_qpn,
 			   wr->wr.ud.remote_qkey);
+	if (type == IBV_QPT_XRC_SEND)
+		wqe->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (inl)
 		return wqe_set_inline(
 			q, wqe, wr->sg_list, wr->num_sge,
@@ -357,6 +363,12 @@ void ex_set_ud_addr(ibv_qp_ex *x, ibv_ah *ibah, uint32_t remote_qpn,
 	}
 }
 
+void ex_set_xrc_srqn(ibv_qp_ex *x, uint32_t remote_srqn) noexcept
+{
+	if (sroce_send_wqe *w = ex_cur(x))
+		w->xrc_srqn = remote_srqn;
+}
+
 void ex_set_sge(ibv_qp_ex *x, uint32_t lkey, uint64_t addr,
 		uint32_t length) noexcept
 {
@@ -398,10 +410,11 @@ uint64_t supported_send_ops(ibv_qp_type type)
 {
 	uint64_t ops = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 
-	if (type == IBV_QPT_RC || type == IBV_QPT_UC)
+	if (type == IBV_QPT_RC || type == IBV_QPT_UC ||
+	    type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_WRITE |
 		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
-	if (type == IBV_QPT_RC)
+	if (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_READ |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
@@ -425,6 +438,7 @@ void set_ex_ops(qp *q)
 	x.wr_atomic_cmp_swp = ex_cmp_swp;
 	x.wr_atomic_fetch_add = ex_fetch_add;
 	x.wr_set_ud_addr = ex_set_ud_addr;
+	x.wr_set_xrc_srqn = ex_set_xrc_srqn;
 	x.wr_set_sge = ex_set_sge;
 	x.wr_set_sge_list = ex_set_sge_list;
 	x.wr_set_inline_data = ex_set_inline_data;
@@ -490,11 +504,14 @@ ibv_qp *create_qp(ibv_pd *ibpd, ibv_qp_init_attr *attr) noexcept
 
 ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 {
-	const uint32_t known = IBV_QP_INIT_ATTR_PD |
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
 			       IBV_QP_INIT_ATTR_CREATE_FLAGS |
 			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	// An XRC receive QP belongs to an XRC domain, every other QP to a PD.
+	bool xrc_recv = attr->qp_type == IBV_QPT_XRC_RECV;
 
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+	if (!(attr->comp_mask &
+	      (xrc_recv ? IBV_QP_INIT_ATTR_XRCD : IBV_QP_INIT_ATTR_PD))) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -520,7 +537,8 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	attr->cap = kattr.cap;
 	if (ret)
 		errno = ret;
-	if (ret || !attach_rings(q, ibctx->cmd_fd, resp.drv)) {
+	// The kernel makes an XRC receive QP for the domain: no rings.
+	if (ret || (!xrc_recv && !attach_rings(q, ibctx->cmd_fd, resp.drv))) {
 		free_qp(q);
 		return nullptr;
 	}
@@ -529,6 +547,25 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		q->send_ops = attr->send_ops_flags;
 		set_ex_ops(q);
+	}
+	return &q->vqp.qp;
+}
+
+// Another process's XRC receive QP, by number, in a shared XRC domain.
+ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept
+{
+	qp *q = new_qp();
+	if (!q)
+		return nullptr;
+
+	struct ibv_open_qp cmd{};
+	ib_uverbs_create_qp_resp resp{};
+	int ret = ibv_cmd_open_qp(ibctx, &q->vqp, sizeof(q->vqp), attr, &cmd,
+				  sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		errno = ret;
+		free_qp(q);
+		return nullptr;
 	}
 	return &q->vqp.qp;
 }

@@ -204,11 +204,15 @@ int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept;
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 	     ibv_qp_init_attr *init_attr) noexcept;
 int destroy_qp(ibv_qp *ibqp) noexcept;
+ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept;
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
 
 // srq.cpp
 ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept;
+ibv_srq *create_srq_ex(ibv_context *ibctx,
+		       ibv_srq_init_attr_ex *attr) noexcept;
+int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept;
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int mask) noexcept;
 int query_srq(ibv_srq *ibsrq, ibv_srq_attr *attr) noexcept;
 int destroy_srq(ibv_srq *ibsrq) noexcept;
@@ -238,6 +242,8 @@ ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	       int access) noexcept;
 int dereg_mr(verbs_mr *vmr) noexcept;
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
+ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept;
+int close_xrcd(ibv_xrcd *ibxrcd) noexcept;
 int destroy_ah(ibv_ah *ibah) noexcept;
 
 } // namespace sroce

@@ -44,7 +44,9 @@ int post_recv_wrs(recv_queue &q, ibv_recv_wr *wr, ibv_recv_wr **bad_wr,
 	return ret;
 }
 
-ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept
+namespace {
+
+srq *new_srq() noexcept
 {
 	auto *s = new (std::nothrow) srq{};
 	if (!s) {
@@ -52,29 +54,87 @@ ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept
 		return nullptr;
 	}
 	pthread_spin_init(&s->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	return s;
+}
+
+void free_srq(srq *s) noexcept
+{
+	pthread_spin_destroy(&s->rq.lock);
+	delete s;
+}
+
+// After the create command (ret): map the ring, or undo and fail.
+ibv_srq *finish_srq(srq *s, int ret, int cmd_fd,
+		    const sroce_create_srq_resp &drv, uint32_t max_sge) noexcept
+{
+	if (ret) {
+		errno = ret;
+		free_srq(s);
+		return nullptr;
+	}
+	if (!s->rq.r.attach(cmd_fd, drv.ring, sizeof(sroce_recv_wqe))) {
+		int saved = errno;
+		ibv_cmd_destroy_srq(&s->vsrq.srq);
+		free_srq(s);
+		errno = saved;
+		return nullptr;
+	}
+	s->rq.max_sge = max_sge;
+	return &s->vsrq.srq;
+}
+
+} // namespace
+
+ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept
+{
+	srq *s = new_srq();
+	if (!s)
+		return nullptr;
 
 	struct ibv_create_srq cmd{};
 	with_drv_data<ib_uverbs_create_srq_resp, sroce_create_srq_resp> resp{};
 	int ret = ibv_cmd_create_srq(ibpd, &s->vsrq.srq, attr, &cmd,
 				     sizeof(cmd), resp.core(), sizeof(resp));
-	if (ret) {
-		errno = ret;
-		goto err_free;
-	}
-	if (!s->rq.r.attach(ibpd->context->cmd_fd, resp.drv.ring,
-			    sizeof(sroce_recv_wqe))) {
-		int saved = errno;
-		ibv_cmd_destroy_srq(&s->vsrq.srq);
-		errno = saved;
-		goto err_free;
-	}
-	s->rq.max_sge = attr->attr.max_sge;
-	return &s->vsrq.srq;
+	return finish_srq(s, ret, ibpd->context->cmd_fd, resp.drv,
+			  attr->attr.max_sge);
+}
 
-err_free:
-	pthread_spin_destroy(&s->rq.lock);
-	delete s;
-	return nullptr;
+// Basic and XRC SRQs (an XRC SRQ has a number, an XRC domain and a CQ).
+ibv_srq *create_srq_ex(ibv_context *ibctx,
+		       ibv_srq_init_attr_ex *attr) noexcept
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+
+	if (attr->comp_mask & ~known) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	    attr->srq_type != IBV_SRQT_BASIC &&
+	    attr->srq_type != IBV_SRQT_XRC) {
+		errno = EOPNOTSUPP;
+		return nullptr;
+	}
+	srq *s = new_srq();
+	if (!s)
+		return nullptr;
+
+	struct ibv_create_xsrq cmd{};
+	with_drv_data<ib_uverbs_create_srq_resp, sroce_create_srq_resp> resp{};
+	int ret = ibv_cmd_create_srq_ex(ibctx, &s->vsrq, attr, &cmd,
+					sizeof(cmd), resp.core(), sizeof(resp));
+	return finish_srq(s, ret, ibctx->cmd_fd, resp.drv, attr->attr.max_sge);
+}
+
+int get_srq_num(ibv_srq *ibsrq, uint32_t *srq_num) noexcept
+{
+	srq *s = to_srq(ibsrq);
+
+	if (s->vsrq.srq_type != IBV_SRQT_XRC)
+		return EOPNOTSUPP;
+	*srq_num = s->vsrq.srq_num;
+	return 0;
 }
 
 int modify_srq(ibv_srq *ibsrq, ibv_srq_attr *attr, int mask) noexcept
@@ -96,9 +156,7 @@ int destroy_srq(ibv_srq *ibsrq) noexcept
 	int ret = ibv_cmd_destroy_srq(ibsrq);
 	if (ret)
 		return ret;
-	srq *s = to_srq(ibsrq);
-	pthread_spin_destroy(&s->rq.lock);
-	delete s;
+	free_srq(to_srq(ibsrq));
 	return 0;
 }
 

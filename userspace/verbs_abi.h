@@ -299,6 +299,18 @@ struct ibv_query_srq {
 	ib_uverbs_cmd_hdr hdr;
 	ib_uverbs_query_srq core_payload;
 };
+struct ibv_create_xsrq {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_create_xsrq core_payload;
+};
+struct ibv_open_xrcd {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_open_xrcd core_payload;
+};
+struct ibv_open_qp {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_open_qp core_payload;
+};
 
 // libibverbs entry points for providers (symbol version IBVERBS_PRIVATE_34).
 void verbs_register_driver_34(const verbs_device_ops *ops);
@@ -359,6 +371,19 @@ int ibv_cmd_modify_srq(ibv_srq *srq, ibv_srq_attr *srq_attr,
 int ibv_cmd_query_srq(ibv_srq *srq, ibv_srq_attr *srq_attr,
 		      struct ibv_query_srq *cmd, size_t cmd_size);
 int ibv_cmd_destroy_srq(ibv_srq *srq);
+int ibv_cmd_create_srq_ex(ibv_context *context, verbs_srq *srq,
+			  ibv_srq_init_attr_ex *attr_ex,
+			  struct ibv_create_xsrq *cmd, size_t cmd_size,
+			  ib_uverbs_create_srq_resp *resp, size_t resp_size);
+int ibv_cmd_open_xrcd(ibv_context *context, verbs_xrcd *xrcd, int vxrcd_size,
+		      ibv_xrcd_init_attr *attr, struct ibv_open_xrcd *cmd,
+		      size_t cmd_size, ib_uverbs_open_xrcd_resp *resp,
+		      size_t resp_size);
+int ibv_cmd_close_xrcd(verbs_xrcd *xrcd);
+int ibv_cmd_open_qp(ibv_context *context, verbs_qp *qp, int vqp_sz,
+		    ibv_qp_open_attr *attr, struct ibv_open_qp *cmd,
+		    size_t cmd_size, ib_uverbs_create_qp_resp *resp,
+		    size_t resp_size);
 int ibv_cmd_attach_mcast(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 int ibv_cmd_detach_mcast(ibv_qp *qp, const ibv_gid *gid, uint16_t lid);
 int ibv_cmd_create_cq(ibv_context *context, int cqe,
@@ -448,6 +473,9 @@ static_assert(sizeof(struct ibv_create_qp) == 64);
 static_assert(sizeof(struct ibv_modify_qp) == 120);
 static_assert(sizeof(struct ibv_query_qp) == 24);
 static_assert(sizeof(struct ibv_create_srq) == 40);
+static_assert(sizeof(struct ibv_create_xsrq) == 56);
+static_assert(sizeof(struct ibv_open_xrcd) == 24);
+static_assert(sizeof(struct ibv_open_qp) == 40);
 static_assert(sizeof(struct ibv_modify_srq) == 24);
 static_assert(sizeof(struct ibv_query_srq) == 24);
 static_assert(sizeof(struct ibv_resize_cq) == 24);

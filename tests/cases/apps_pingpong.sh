@@ -1,7 +1,8 @@
 # ibverbs-utils over sroce0 (client and server in the VM, data checked with
 # -c): ibv_rc_pingpong and ibv_uc_pingpong at MTU 1024 and 4096, and
 # ibv_ud_pingpong (address handles, GRH) with 1 KB and 4 KB messages, and
-# ibv_srq_pingpong (8 QPs on one SRQ), polling and with completion events.
+# ibv_srq_pingpong (8 QPs on one SRQ) and ibv_xsrq_pingpong (XRC), polling
+# and with completion events.
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link set eth0 mtu 1500' EXIT
 ip link set eth0 mtu 9000
@@ -25,3 +26,6 @@ pair ibv_srq_pingpong -d sroce0 -g 1 -n 200 -s 5000 -q 8
 pair ibv_srq_pingpong -d sroce0 -g 1 -n 200 -s 5000 -q 8 -e
 pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 1000 -c
 pair ibv_ud_pingpong -d sroce0 -g 1 -n 200 -s 4000 -c
+# XRC: one XRC SRQ per server process, clients send through XRC send QPs.
+pair ibv_xsrq_pingpong -d sroce0 -g 1 -n 100 -s 5000
+pair ibv_xsrq_pingpong -d sroce0 -g 1 -n 100 -s 5000 -e

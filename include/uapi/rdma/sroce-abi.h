@@ -154,7 +154,7 @@ struct sroce_send_wqe {
 	__u32 num_sge;
 	__u32 inline_len;
 	__u32 ex;		/* imm_data (network order) or rkey to invalidate */
-	__u32 reserved;
+	__u32 xrc_srqn;		/* XRC send QPs: the remote XRC SRQ */
 	union {
 		struct {
 			__aligned_u64 remote_addr;
