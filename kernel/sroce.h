@@ -507,6 +507,7 @@ static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
 	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
 			       nsge, offset, buf, len, to_mem);
 }
+
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

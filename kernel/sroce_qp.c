@@ -127,7 +127,7 @@ static u32 sroce_qp_rwqe_size(struct sroce_qp *qp,
 		return sroce_recv_slot_size(SROCE_MAX_SGE);
 	if (init->srq)
 		return to_ssrq(init->srq)->ring.slot_size;
-	return max(qp->rq.slot_size, (u32)sizeof(struct sroce_recv_wqe));
+	return max_t(u32, qp->rq.slot_size, sizeof(struct sroce_recv_wqe));
 }
 
 /*
