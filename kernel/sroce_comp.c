@@ -24,6 +24,8 @@ static u32 sroce_wc_opcode(u32 wr_opcode)
 		return IB_UVERBS_WC_COMP_SWAP;
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 		return IB_UVERBS_WC_FETCH_ADD;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_WC_ATOMIC_WRITE;
 	default:
 		return IB_UVERBS_WC_SEND;
 	}

@@ -62,6 +62,8 @@ struct sroce_opinfo sroce_opinfo[256] = {
 					    SROCE_OP_ATMETH },
 	[SROCE_RC_SEND_LAST_INV]	= { O_SEND | O_LAST | SROCE_OP_INV },
 	[SROCE_RC_SEND_ONLY_INV]	= { O_SEND | O_ONLY | SROCE_OP_INV },
+	[SROCE_RC_ATOMIC_WRITE]		= { O_WRITE | O_ONLY | O_RETH |
+					    SROCE_OP_ATOMIC_WRITE },
 	[O_UC | SROCE_RC_SEND_FIRST]	= { O_SEND | O_FIRST },
 	[O_UC | SROCE_RC_SEND_MIDDLE]	= { O_SEND },
 	[O_UC | SROCE_RC_SEND_LAST]	= { O_SEND | O_LAST },
@@ -87,7 +89,7 @@ static void sroce_hdr_init_xrc(void)
 {
 	int op;
 
-	for (op = 0; op <= SROCE_RC_SEND_ONLY_INV; op++) {
+	for (op = 0; op <= SROCE_RC_ATOMIC_WRITE; op++) {
 		u32 flags = sroce_opinfo[SROCE_RC | op].flags;
 
 		if (flags & SROCE_OP_REQ)

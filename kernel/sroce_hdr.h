@@ -99,6 +99,7 @@ enum sroce_opcode {
 	SROCE_RC_FETCH_ADD		= 0x14,
 	SROCE_RC_SEND_LAST_INV		= 0x16,
 	SROCE_RC_SEND_ONLY_INV		= 0x17,
+	SROCE_RC_ATOMIC_WRITE		= 0x1d,
 	/* The transport, in the top 3 bits; the operation in the low 5. */
 	SROCE_RC			= 0x00,
 	SROCE_UC			= 0x20,	/* RC's SEND and WRITE opcodes */
@@ -131,6 +132,7 @@ enum {
 	SROCE_OP_ATMETH		= BIT(14),
 	SROCE_OP_ATMACK		= BIT(15),
 	SROCE_OP_XRCETH		= BIT(16),
+	SROCE_OP_ATOMIC_WRITE	= BIT(17),	/* 8 bytes, written at once */
 };
 
 struct sroce_opinfo {

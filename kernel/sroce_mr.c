@@ -327,6 +327,9 @@ void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
 	sroce_mr_map_put(map);
 }
 
+/* Serialises every atomic (and atomic write) of the machine's sroce devices. */
+static DEFINE_SPINLOCK(sroce_atomic_lock);
+
 /**
  * sroce_mr_atomic - an 8-byte atomic on an MR's memory
  * @mr: an MR from sroce_mr_get() covering the 8 aligned bytes at @va
@@ -341,7 +344,6 @@ void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
 u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
 		    bool cmp_swap)
 {
-	static DEFINE_SPINLOCK(sroce_atomic_lock);
 	u64 orig, val;
 
 	spin_lock_bh(&sroce_atomic_lock);
@@ -353,4 +355,19 @@ u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
 	sroce_mr_copy(mr, va, &val, sizeof(val), true);
 	spin_unlock_bh(&sroce_atomic_lock);
 	return orig;
+}
+
+/**
+ * sroce_mr_atomic_write - an RDMA Atomic Write's 8-byte store
+ * @mr: an MR from sroce_mr_get() covering the 8 aligned bytes at @va
+ * @va: the address, 8-byte aligned
+ * @val: the bytes to store, in memory order
+ *
+ * No other sroce atomic sees the location half written.
+ */
+void sroce_mr_atomic_write(struct sroce_mr *mr, u64 va, u64 val)
+{
+	spin_lock_bh(&sroce_atomic_lock);
+	sroce_mr_copy(mr, va, &val, sizeof(val), true);
+	spin_unlock_bh(&sroce_atomic_lock);
 }

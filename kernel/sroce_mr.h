@@ -86,5 +86,6 @@ void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
 		   bool to_mr);
 u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
 		    bool cmp_swap);
+void sroce_mr_atomic_write(struct sroce_mr *mr, u64 va, u64 val);
 
 #endif /* SROCE_MR_H */

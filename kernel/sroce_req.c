@@ -35,6 +35,7 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 	case IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD:
 	case IB_UVERBS_WR_SEND_WITH_INV:
+	case SROCE_WR_ATOMIC_WRITE:
 		return type == IB_QPT_RC || type == IB_QPT_XRC_INI;
 	default:
 		return false;
@@ -63,6 +64,11 @@ static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
 
 	if (!sroce_wr_allowed(qp->ibqp.qp_type, wqe->opcode))
 		return IB_WC_LOC_QP_OP_ERR;
+	/* An atomic write's 8 bytes are in the WQE itself. */
+	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE) {
+		*len = sizeof(wqe->wr.atomic.swap);
+		return IB_WC_SUCCESS;
+	}
 	if (wqe->send_flags & IB_SEND_INLINE) {
 		if (sroce_wr_is_rd_atomic(wqe->opcode) ||
 		    wqe->inline_len > qp->cap.max_inline_data ||
@@ -164,6 +170,8 @@ static u8 sroce_req_rc_opcode(u32 wr_opcode, bool first, bool last)
 		return SROCE_RC_READ_REQ;
 	case IB_UVERBS_WR_ATOMIC_CMP_AND_SWP:
 		return SROCE_RC_CMP_SWAP;
+	case SROCE_WR_ATOMIC_WRITE:
+		return SROCE_RC_ATOMIC_WRITE;
 	default:
 		return SROCE_RC_FETCH_ADD;
 	}
@@ -187,7 +195,14 @@ static void sroce_req_headers(struct sk_buff *skb,
 
 		x->srqn = cpu_to_be32(wqe->xrc_srqn & SROCE_QPN_MASK);
 	}
-	if (flags & SROCE_OP_RETH) {
+	if (flags & SROCE_OP_ATOMIC_WRITE) {
+		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
+
+		reth->va = cpu_to_be64(wqe->wr.atomic.remote_addr);
+		reth->rkey = cpu_to_be32(wqe->wr.atomic.rkey);
+		reth->len = cpu_to_be32(len);
+		memcpy(sroce_pkt_payload(skb), &wqe->wr.atomic.swap, len);
+	} else if (flags & SROCE_OP_RETH) {
 		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 
 		reth->va = cpu_to_be64(wqe->wr.rdma.remote_addr);
@@ -314,7 +329,9 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 		bth->flags |= SROCE_BTH_SE;
 	sroce_req_headers(skb, wqe, sw->len);
 
-	if (paylen && (wqe->send_flags & IB_SEND_INLINE)) {
+	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE) {
+		/* sroce_req_headers() copied the data */
+	} else if (paylen && (wqe->send_flags & IB_SEND_INLINE)) {
 		memcpy(sroce_pkt_payload(skb),
 		       (u8 *)(wqe + 1) + qp->req.sent, paylen);
 	} else if (paylen) {

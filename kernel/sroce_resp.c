@@ -273,6 +273,10 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		if (len > SROCE_MAX_MSG_SIZE)
 			return SROCE_RESP_NAK_INV;
 		r->va = be64_to_cpu(reth->va);
+		/* An atomic write is 8 aligned bytes. */
+		if ((flags & SROCE_OP_ATOMIC_WRITE) &&
+		    (len != sizeof(u64) || (r->va & 7)))
+			return SROCE_RESP_NAK_INV;
 		r->resid = len;
 		r->wlen = len;
 		if (len) {
@@ -293,7 +297,13 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	if ((flags & SROCE_OP_IMM) && !sroce_resp_take_rwqe(qp))
 		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
-	if (pkt->paylen) {
+	if (flags & SROCE_OP_ATOMIC_WRITE) {
+		u64 val;
+
+		memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
+		sroce_mr_atomic_write(r->mr, r->va, val);
+		r->resid = 0;
+	} else if (pkt->paylen) {
 		sroce_mr_copy(r->mr, r->va, sroce_pkt_payload(skb),
 			      pkt->paylen, true);
 		r->va += pkt->paylen;

@@ -11,6 +11,9 @@
 
 #include <rdma/rdma_user_ioctl_cmds.h>
 
+static_assert(SROCE_WR_ATOMIC_WRITE == IBV_WR_ATOMIC_WRITE);
+static_assert(SROCE_WC_ATOMIC_WRITE == IBV_WC_ATOMIC_WRITE);
+
 namespace sroce {
 namespace {
 
@@ -72,6 +75,7 @@ bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode)
 	case IBV_WR_ATOMIC_CMP_AND_SWP:
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 	case IBV_WR_SEND_WITH_INV:
+	case IBV_WR_ATOMIC_WRITE: // only through ibv_wr_atomic_write()
 		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
@@ -157,7 +161,9 @@ int write_send_wr(qp *q, const ibv_send_wr *wr) noexcept
 {
 	ibv_qp_type type = q->vqp.qp.qp_type;
 
-	if (!opcode_allowed(type, wr->opcode) || wr->num_sge < 0)
+	// ibv_send_wr has no field for an atomic write's data.
+	if (!opcode_allowed(type, wr->opcode) || wr->num_sge < 0 ||
+	    wr->opcode == IBV_WR_ATOMIC_WRITE)
 		return EINVAL;
 	if (type == IBV_QPT_UD && !wr->wr.ud.ah)
 		return EINVAL;
@@ -352,6 +358,16 @@ void ex_fetch_add(ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 	ex_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
+void ex_atomic_write(ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
+		     const void *data) noexcept
+{
+	if (sroce_send_wqe *w = ex_new(x, IBV_WR_ATOMIC_WRITE)) {
+		w->wr.atomic.remote_addr = addr;
+		w->wr.atomic.rkey = rkey;
+		memcpy(&w->wr.atomic.swap, data, sizeof(w->wr.atomic.swap));
+	}
+}
+
 void ex_set_ud_addr(ibv_qp_ex *x, ibv_ah *ibah, uint32_t remote_qpn,
 		    uint32_t remote_qkey) noexcept
 {
@@ -418,6 +434,7 @@ uint64_t supported_send_ops(ibv_qp_type type)
 		ops |= IBV_QP_EX_WITH_RDMA_READ |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		       IBV_QP_EX_WITH_ATOMIC_WRITE |
 		       IBV_QP_EX_WITH_SEND_WITH_INV;
 	return ops;
 }
@@ -437,6 +454,7 @@ void set_ex_ops(qp *q)
 	x.wr_rdma_read = ex_rdma_read;
 	x.wr_atomic_cmp_swp = ex_cmp_swp;
 	x.wr_atomic_fetch_add = ex_fetch_add;
+	x.wr_atomic_write = ex_atomic_write;
 	x.wr_set_ud_addr = ex_set_ud_addr;
 	x.wr_set_xrc_srqn = ex_set_xrc_srqn;
 	x.wr_set_sge = ex_set_sge;

@@ -6,6 +6,10 @@
 [ -d "$repo/build/rdma-core-tests" ] ||
 	fail "build/rdma-core-tests missing: scripts/rdma-core-tests.sh prepare"
 modprobe rdma_ucm || fail "modprobe rdma_ucm"
+# Huge pages for the huge page tests (parent domain allocators, ODP).
+hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+echo 64 > $hp
+trap 'echo 0 > $hp' EXIT
 link_add sroce0 eth0
 mods=(test_addr test_atomic test_cq test_cq_events test_cqex test_device
 	test_mr test_odp test_parent_domain test_pd test_qp test_qpex

@@ -43,6 +43,7 @@ struct Pair {
 	int retry_cnt = 7;
 	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
+	uint64_t send_ops = 0;	// create with ibv_create_qp_ex and these ops
 	Side a, b;
 };
 
@@ -58,8 +59,19 @@ bool setup_side(Pair &p, Side &s)
 	ia.send_cq = ia.recv_cq = s.cq;
 	ia.qp_type = p.type;
 	ia.cap = { 64, 64, 4, 4, 256 };
-	if (s.pd && s.cq)
+	if (s.pd && s.cq && !p.send_ops)
 		s.qp = ibv_create_qp(s.pd, &ia);
+	if (s.pd && s.cq && p.send_ops) {
+		ibv_qp_init_attr_ex ix{};
+		ix.send_cq = ix.recv_cq = s.cq;
+		ix.qp_type = p.type;
+		ix.cap = ia.cap;
+		ix.comp_mask = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ix.pd = s.pd;
+		ix.send_ops_flags = p.send_ops;
+		s.qp = ibv_create_qp_ex(p.ctx, &ix);
+	}
 	CHECK(s.pd && s.cq && s.mr && s.qp, "setting up a QP: %s",
 	      strerror(errno));
 	return s.pd && s.cq && s.mr && s.qp;
@@ -363,6 +375,32 @@ void t_atomic(Pair &p)
 	      (unsigned long long)got);
 }
 
+// RDMA Atomic Write (ibv_wr_atomic_write): 8 bytes land at once; an
+// unaligned target is an invalid request.
+void t_atomic_write(Pair &p)
+{
+	ibv_qp_ex *x = ibv_qp_to_qp_ex(p.a.qp);
+	uint64_t v = 0x0123456789abcdefULL, got;
+
+	memset(&p.b.buf[0], 0xee, 64);
+	ibv_wr_start(x);
+	x->wr_id = 60;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(x, p.b.mr->rkey, remote(p.b, 8), &v);
+	CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_wc(p.a, 60, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+	memcpy(&got, &p.b.buf[8], 8);
+	CHECK(got == v, "atomic write stored 0x%llx", (unsigned long long)got);
+	CHECK(p.b.buf[7] == 0xee && p.b.buf[16] == 0xee,
+	      "atomic write touched bytes around its target");
+
+	ibv_wr_start(x);
+	x->wr_id = 61;
+	ibv_wr_atomic_write(x, p.b.mr->rkey, remote(p.b, 20), &v);
+	CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_wc(p.a, 61, IBV_WC_REM_INV_REQ_ERR);
+}
+
 // Many WRs in flight, completions in order, every byte right.
 void t_stream(Pair &p)
 {
@@ -606,6 +644,11 @@ void no_rnr_retry(Pair &p)
 	p.rnr_retry = 0;
 }
 
+void with_atomic_write(Pair &p)
+{
+	p.send_ops = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND;
+}
+
 const Test tests[] = {
 	{ "send", t_send, nullptr, true },
 	{ "send_imm", t_send_imm, nullptr, true },
@@ -614,6 +657,7 @@ const Test tests[] = {
 	{ "write_imm", t_write_imm, nullptr, true },
 	{ "read", t_read, nullptr, false },
 	{ "atomic", t_atomic, nullptr, false },
+	{ "atomic_write", t_atomic_write, with_atomic_write, false },
 	{ "stream", t_stream, nullptr, true },
 	{ "err_rkey", t_err_rkey, nullptr, false },
 	{ "err_bounds", t_err_bounds, nullptr, false },

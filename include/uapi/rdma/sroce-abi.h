@@ -136,6 +136,14 @@ struct sroce_create_cq_resp {
 	struct sroce_ring_geom ring;
 };
 
+/*
+ * RDMA Atomic Write (IBTA 1.5): the send WQE opcode and the completion
+ * opcode, the values of IBV_WR_ATOMIC_WRITE and IBV_WC_ATOMIC_WRITE. The
+ * WQE carries the 8 bytes to write in wr.atomic.swap.
+ */
+#define SROCE_WR_ATOMIC_WRITE 15
+#define SROCE_WC_ATOMIC_WRITE 9
+
 /* A scatter/gather element, as in struct ibv_sge. */
 struct sroce_sge {
 	__aligned_u64 addr;
