@@ -186,11 +186,13 @@ struct sroce_req {
  * @rwqe: copy of the receive WQE a SEND in progress fills (rq slot size)
  * @rwqe_valid: @rwqe holds a WQE (taken from the RQ at the first packet)
  * @offset: bytes of the message received so far
- * @mr: the MR an RDMA WRITE in progress goes to (a reference), or NULL
+ * @mr: the map of the MR an RDMA WRITE in progress goes to (a reference),
+ *      or NULL
  * @va: where its next byte goes
  * @resid: bytes of the RDMA WRITE still expected
  * @wlen: the RDMA WRITE's length
- * @read_mr: the MR a READ being answered reads (a reference), or NULL
+ * @read_mr: the map of the MR a READ being answered reads (a reference),
+ *           or NULL
  * @read_va: where its next response reads
  * @read_left: bytes still to send
  * @read_sent: bytes sent
@@ -210,11 +212,11 @@ struct sroce_resp {
 	void *rwqe;
 	bool rwqe_valid;
 	u32 offset;
-	struct sroce_mr *mr;
+	struct sroce_map *mr;
 	u64 va;
 	u32 resid;
 	u32 wlen;
-	struct sroce_mr *read_mr;
+	struct sroce_map *read_mr;
 	u64 read_va;
 	u32 read_left;
 	u32 read_sent;
@@ -427,6 +429,7 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
 int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
 		  const struct sroce_cqe *cqe, bool solicited);
 int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
+void sroce_cq_clean(struct sroce_cq *cq, struct sroce_qp *qp);
 int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 
 /* sroce_av.c */

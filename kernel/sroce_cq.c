@@ -337,3 +337,33 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 	spin_unlock_irqrestore(&cq->lock, irqflags);
 	return ret;
 }
+
+/**
+ * sroce_cq_clean - drop a kernel CQ's unpolled completions of a QP
+ * @cq: a kernel consumer's CQ (a user CQ is cleaned by its provider)
+ * @qp: the QP, which went to RESET
+ */
+void sroce_cq_clean(struct sroce_cq *cq, struct sroce_qp *qp)
+{
+	u32 mask = cq->ring.num_slots - 1, removed = 0, i;
+	unsigned long flags;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	if (!cq->kqp)
+		goto out;
+	for (i = cq->prod; i != cq->kcons;) {
+		i--;
+		if (cq->kqp[i & mask] == &qp->ibqp) {
+			removed++;
+		} else if (removed) {
+			memcpy(sroce_ring_slot(&cq->ring, i + removed),
+			       sroce_ring_slot(&cq->ring, i),
+			       sizeof(struct sroce_cqe));
+			cq->kqp[(i + removed) & mask] = cq->kqp[i & mask];
+		}
+	}
+	cq->kcons += removed;
+	sroce_ring_store_cons(&cq->ring, cq->kcons);
+out:
+	spin_unlock_irqrestore(&cq->lock, flags);
+}

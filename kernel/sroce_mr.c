@@ -7,6 +7,12 @@
  * registration. Indices are allocated cyclically, so a key's index is not
  * handed out again right after deregistration, and a stale key from a
  * previous owner finds either nothing or an object whose tag differs.
+ *
+ * What a key grants (PD, access, range) and the translation to pages are
+ * one immutable struct sroce_map, published by RCU. Re-registration builds
+ * a new map and swaps it in: a lookup sees the whole old map or the whole
+ * new one, and the old pages stay pinned until the last request using them
+ * is done.
  */
 #include <linux/highmem.h>
 #include <linux/mm.h>
@@ -21,71 +27,112 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct sroce_mr, ibmr);
 }
 
-static void sroce_mr_map_release(struct kref *ref)
+static void sroce_pin_release(struct kref *ref)
 {
-	struct sroce_mr_map *map = container_of(ref, struct sroce_mr_map, ref);
+	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
 
-	ib_umem_release(map->umem);
-	kvfree(map->pages);
-	kfree(map);
+	ib_umem_release(pin->umem);
+	kvfree(pin->pages);
+	kfree(pin);
 }
 
-static void sroce_mr_map_put(struct sroce_mr_map *map)
+static void sroce_pin_put(struct sroce_pin *pin)
 {
-	if (map)
-		kref_put(&map->ref, sroce_mr_map_release);
+	if (pin)
+		kref_put(&pin->ref, sroce_pin_release);
 }
 
-/* Pin [start, start + length) and describe it as seen at @iova. */
-static struct sroce_mr_map *sroce_mr_map_pin(struct ib_device *ibdev,
-					     u64 start, u64 length, u64 iova,
-					     int access)
+/*
+ * Pin [start, start + length), writable if @access needs it: pages pinned
+ * for reading only (perhaps the shared zero page, or pages still to be
+ * copied on write) are never written through the MR.
+ */
+static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
+				       u64 length, int access)
 {
-	struct sroce_mr_map *map;
+	struct sroce_pin *pin;
 	struct sg_page_iter it;
 	unsigned long i = 0;
 	int err;
 
-	map = kzalloc(sizeof(*map), GFP_KERNEL);
-	if (!map)
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	if (!pin)
 		return ERR_PTR(-ENOMEM);
-	kref_init(&map->ref);
+	kref_init(&pin->ref);
 
-	map->umem = ib_umem_get(ibdev, start, length, access);
-	if (IS_ERR(map->umem)) {
-		err = PTR_ERR(map->umem);
-		kfree(map);
+	pin->umem = ib_umem_get(ibdev, start, length, access);
+	if (IS_ERR(pin->umem)) {
+		err = PTR_ERR(pin->umem);
+		kfree(pin);
 		return ERR_PTR(err);
 	}
-	map->iova = iova;
-	map->length = length;
-	map->offset = offset_in_page(start);
-	map->npages = ib_umem_num_pages(map->umem);
-	map->pages = kvmalloc_array(map->npages, sizeof(*map->pages),
+	pin->offset = offset_in_page(start);
+	pin->npages = ib_umem_num_pages(pin->umem);
+	pin->pages = kvmalloc_array(pin->npages, sizeof(*pin->pages),
 				    GFP_KERNEL);
-	if (!map->pages) {
-		ib_umem_release(map->umem);
-		kfree(map);
+	if (!pin->pages) {
+		ib_umem_release(pin->umem);
+		kfree(pin);
 		return ERR_PTR(-ENOMEM);
 	}
-	for_each_sgtable_page(&map->umem->sgt_append.sgt, &it, 0) {
-		if (WARN_ON_ONCE(i >= map->npages))
+	for_each_sgtable_page(&pin->umem->sgt_append.sgt, &it, 0) {
+		if (WARN_ON_ONCE(i >= pin->npages))
 			break;
-		map->pages[i++] = sg_page_iter_page(&it);
+		pin->pages[i++] = sg_page_iter_page(&it);
 	}
+	return pin;
+}
+
+static void sroce_map_release(struct kref *ref)
+{
+	struct sroce_map *map = container_of(ref, struct sroce_map, ref);
+
+	sroce_pin_put(map->pin);
+	kfree_rcu(map, rcu);
+}
+
+/* Drop a reference from sroce_mem_get(); process context. */
+void sroce_map_put(struct sroce_map *map)
+{
+	kref_put(&map->ref, sroce_map_release);
+}
+
+static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
+					 struct ib_pd *pd, int access,
+					 u64 iova, u64 length,
+					 struct sroce_pin *pin)
+{
+	struct sroce_map *map = kzalloc(sizeof(*map), GFP_KERNEL);
+
+	if (!map)
+		return NULL;
+	kref_init(&map->ref);
+	map->type = type;
+	map->pd = pd;
+	map->access = access;
+	map->iova = iova;
+	map->length = length;
+	map->pin = pin;
 	return map;
 }
 
-static void sroce_mr_release(struct kref *ref)
+/* The MR's current map; its mutex held. */
+static struct sroce_map *sroce_mr_map(struct sroce_mr *mr)
 {
-	struct sroce_mr *mr = container_of(ref, struct sroce_mr, ref);
-
-	sroce_mr_map_put(rcu_dereference_protected(mr->map, true));
-	kfree_rcu(mr, rcu);
+	return rcu_dereference_protected(mr->map, lockdep_is_held(&mr->lock));
 }
 
-/* Check the registration request; ib_core has checked the access bits. */
+/* Make @map the MR's translation and drop the MR's reference on the old. */
+static void sroce_mr_publish(struct sroce_mr *mr, struct sroce_map *map)
+{
+	struct sroce_map *old = sroce_mr_map(mr);
 
+	rcu_assign_pointer(mr->map, map);
+	if (old)
+		sroce_map_put(old);
+}
+
+/* Check a registration's range; ib_core has checked the access bits. */
 static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 {
 	u64 end;
@@ -102,8 +149,7 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 }
 
 /* A new MR object, counted against max_mr; not yet in the memory table. */
-static struct sroce_mr *sroce_mr_alloc(struct sroce_dev *sdev,
-				       enum sroce_mr_type type, int access)
+static struct sroce_mr *sroce_mr_alloc(struct sroce_dev *sdev)
 {
 	struct sroce_mr *mr;
 
@@ -116,19 +162,21 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_dev *sdev,
 		atomic_dec(&sdev->num_mr);
 		return ERR_PTR(-ENOMEM);
 	}
-	kref_init(&mr->ref);
 	mr->sdev = sdev;
-	mr->type = type;
 	mr->state = SROCE_MEM_VALID;
-	mr->access = access;
+	mutex_init(&mr->lock);
 	return mr;
 }
 
-/* Undo sroce_mr_alloc() for an MR that never got a key. */
-static void sroce_mr_free_unkeyed(struct sroce_mr *mr)
+/* Free an MR that never got a key (or whose key is gone). */
+static void sroce_mr_free(struct sroce_mr *mr)
 {
+	mutex_lock(&mr->lock);
+	sroce_mr_publish(mr, NULL);
+	mutex_unlock(&mr->lock);
+	mutex_destroy(&mr->lock);
 	atomic_dec(&mr->sdev->num_mr);
-	sroce_mr_put(mr);
+	kfree_rcu(mr, rcu);
 }
 
 /* Give @mr a key: a fresh table index and a random tag. */
@@ -148,37 +196,51 @@ static int sroce_mr_add_key(struct sroce_mr *mr)
 	return 0;
 }
 
+/* A new MR whose first map is @map (consumed), with a key. */
+static struct ib_mr *sroce_mr_create(struct sroce_dev *sdev,
+				     struct sroce_map *map)
+{
+	struct sroce_mr *mr = sroce_mr_alloc(sdev);
+	int err;
+
+	if (IS_ERR(mr)) {
+		sroce_map_put(map);
+		return ERR_CAST(mr);
+	}
+	mutex_lock(&mr->lock);
+	sroce_mr_publish(mr, map);
+	mutex_unlock(&mr->lock);
+	/* Lookups see the PD from the moment the key exists. */
+	mr->ibmr.pd = map->pd;
+	mr->ibmr.iova = map->iova;
+	mr->ibmr.length = map->length;
+	err = sroce_mr_add_key(mr);
+	if (err) {
+		sroce_mr_free(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
-	struct sroce_dev *sdev = to_sdev(ibpd->device);
-	struct sroce_mr_map *map;
-	struct sroce_mr *mr;
+	struct sroce_pin *pin;
+	struct sroce_map *map;
 	int err;
 
 	err = sroce_mr_check(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
-	mr = sroce_mr_alloc(sdev, SROCE_MR_USER, access);
-	if (IS_ERR(mr))
-		return ERR_CAST(mr);
-	map = sroce_mr_map_pin(ibpd->device, start, length, iova, access);
-	if (IS_ERR(map)) {
-		err = PTR_ERR(map);
-		goto err_free;
+	pin = sroce_pin_get(ibpd->device, start, length, access);
+	if (IS_ERR(pin))
+		return ERR_CAST(pin);
+	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin);
+	if (!map) {
+		sroce_pin_put(pin);
+		return ERR_PTR(-ENOMEM);
 	}
-	RCU_INIT_POINTER(mr->map, map);
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
-
-	err = sroce_mr_add_key(mr);
-	if (err)
-		goto err_free;
-	return &mr->ibmr;
-
-err_free:
-	sroce_mr_free_unkeyed(mr);
-	return ERR_PTR(err);
+	return sroce_mr_create(to_sdev(ibpd->device), map);
 }
 
 /**
@@ -193,36 +255,112 @@ err_free:
  */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	struct sroce_mr *mr;
+	struct sroce_map *map;
+
+	map = sroce_map_alloc(SROCE_MAP_DMA, ibpd, access, 0, U64_MAX, NULL);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+	return sroce_mr_create(to_sdev(ibpd->device), map);
+}
+
+/*
+ * The pages of an access-only change: the same pin, unless the new access
+ * writes and the pages were pinned for reading only; then the same range is
+ * pinned again for writing (which fails for memory the process cannot
+ * write, e.g. mapped read-only).
+ */
+static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
+					      struct sroce_pin *pin,
+					      int access)
+{
+	if (ib_access_writable(access) && !pin->umem->writable)
+		return sroce_pin_get(ibdev, pin->umem->address,
+				     pin->umem->length, access);
+	kref_get(&pin->ref);
+	return pin;
+}
+
+/**
+ * sroce_rereg_user_mr - change an MR's translation, PD or access in place
+ * @ibmr: the MR
+ * @flags: IB_MR_REREG_TRANS, IB_MR_REREG_PD, IB_MR_REREG_ACCESS
+ * @start: new user address (TRANS)
+ * @length: new length (TRANS)
+ * @iova: new iova (TRANS)
+ * @access: new access (ACCESS)
+ * @pd: new PD (PD)
+ * @udata: unused
+ *
+ * Everything is built first (a new range is pinned before the old one is
+ * released); on failure the MR is unchanged. The new map replaces the old
+ * one at once, so keys never change: requests that found the old map
+ * finish with it, later ones use the new.
+ *
+ * Return: NULL (the MR was changed in place) or an ERR_PTR.
+ */
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_map *old, *map;
+	struct sroce_pin *pin;
 	int err;
 
-	mr = sroce_mr_alloc(to_sdev(ibpd->device), SROCE_MR_DMA, access);
-	if (IS_ERR(mr))
-		return ERR_CAST(mr);
-	/* Lookups see the PD from the moment the key exists. */
-	mr->ibmr.pd = ibpd;
-	err = sroce_mr_add_key(mr);
-	if (err) {
-		sroce_mr_free_unkeyed(mr);
-		return ERR_PTR(err);
+	if (flags & ~(IB_MR_REREG_TRANS | IB_MR_REREG_PD | IB_MR_REREG_ACCESS))
+		return ERR_PTR(-EOPNOTSUPP);
+
+	mutex_lock(&mr->lock);
+	old = sroce_mr_map(mr);
+	err = -EINVAL;
+	if (old->type != SROCE_MAP_USER)
+		goto out;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = old->access;
+	if (!(flags & IB_MR_REREG_PD))
+		pd = old->pd;
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = old->pin->umem->address;
+		length = old->length;
+		iova = old->iova;
 	}
-	return &mr->ibmr;
+	err = sroce_mr_check(start, length, iova, access);
+	if (err)
+		goto out;
+
+	if (flags & IB_MR_REREG_TRANS)
+		pin = sroce_pin_get(ibmr->device, start, length, access);
+	else
+		pin = sroce_pin_for_access(ibmr->device, old->pin, access);
+	if (IS_ERR(pin)) {
+		err = PTR_ERR(pin);
+		goto out;
+	}
+	map = sroce_map_alloc(SROCE_MAP_USER, pd, access, iova, length, pin);
+	if (!map) {
+		sroce_pin_put(pin);
+		err = -ENOMEM;
+		goto out;
+	}
+	sroce_mr_publish(mr, map);
+	err = 0;
+out:
+	mutex_unlock(&mr->lock);
+	return err ? ERR_PTR(err) : NULL;
 }
 
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_mr *mr = to_smr(ibmr);
-	struct sroce_dev *sdev = mr->sdev;
 
-	xa_erase(&sdev->mem_xa, sroce_key_index(ibmr->lkey));
+	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
 	WRITE_ONCE(mr->state, SROCE_MEM_FREE);
-	sroce_mr_put(mr);
-	atomic_dec(&sdev->num_mr);
+	sroce_mr_free(mr);
 	return 0;
 }
 
 /**
- * sroce_mr_get - resolve a key for an access; every lkey and rkey goes here
+ * sroce_mem_get - resolve a key for an access; every lkey and rkey goes here
  * @sdev: the device
  * @pd: the PD the access is made in
  * @key: the lkey or rkey
@@ -230,92 +368,85 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * @len: bytes accessed (0 checks only the key, PD and access)
  * @access: IB_ACCESS_* bits that must *all* be granted (0: local read)
  *
- * Return: the MR with a reference held (sroce_mr_put() it), or
+ * Return: the key's current map with a reference held (sroce_map_put() it):
+ * everything the access then does goes through that one map. Or
  * ERR_PTR(-ENOENT) for a key that names no valid MR (wrong tag, freed),
  * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
  * outside the MR (computed without overflow).
  */
-struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
-			      u32 key, u64 va, u64 len, int access)
+struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				u32 key, u64 va, u64 len, int access)
 {
+	struct sroce_map *map = NULL;
 	struct sroce_mr *mr;
-	u64 end, mr_end;
+	u64 end, map_end;
 	int err;
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
-	if (!mr || mr->ibmr.lkey != key || !kref_get_unless_zero(&mr->ref)) {
-		rcu_read_unlock();
-		return ERR_PTR(-ENOENT);
+	if (mr && mr->ibmr.lkey == key &&
+	    READ_ONCE(mr->state) == SROCE_MEM_VALID) {
+		map = rcu_dereference(mr->map);
+		if (map && !kref_get_unless_zero(&map->ref))
+			map = NULL;
 	}
 	rcu_read_unlock();
+	if (!map)
+		return ERR_PTR(-ENOENT);
 
-	err = -ENOENT;
-	if (READ_ONCE(mr->state) != SROCE_MEM_VALID)
-		goto err_put;
 	err = -EPERM;
-	if (mr->ibmr.pd != pd)
+	if (map->pd != pd)
 		goto err_put;
 	err = -EACCES;
-	if ((mr->access & access) != access)
+	if ((map->access & access) != access)
 		goto err_put;
 	err = -ERANGE;
 	if (check_add_overflow(va, len, &end))
 		goto err_put;
-	if (mr->type == SROCE_MR_DMA)
-		return mr;
-	if (check_add_overflow(mr->ibmr.iova, mr->ibmr.length, &mr_end) ||
-	    (len && (va < mr->ibmr.iova || end > mr_end)))
+	if (map->type == SROCE_MAP_DMA)
+		return map;
+	if (check_add_overflow(map->iova, map->length, &map_end) ||
+	    (len && (va < map->iova || end > map_end)))
 		goto err_put;
-	return mr;
+	return map;
 
 err_put:
-	sroce_mr_put(mr);
+	sroce_map_put(map);
 	return ERR_PTR(err);
 }
 
-void sroce_mr_put(struct sroce_mr *mr)
-{
-	kref_put(&mr->ref, sroce_mr_release);
-}
-
 /**
- * sroce_mr_copy - copy between a buffer and an MR's memory
- * @mr: an MR from sroce_mr_get() whose range covers [va, va + len)
+ * sroce_map_copy - copy between a buffer and the memory a map translates
+ * @map: a map from sroce_mem_get() whose range covers [va, va + len)
  * @va: the MR address
  * @buf: kernel buffer
  * @len: bytes
- * @to_mr: copy @buf into the MR (else the MR into @buf)
+ * @to_mem: copy @buf into the memory (else the memory into @buf)
  */
-void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
-		   bool to_mr)
+void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		    bool to_mem)
 {
-	struct sroce_mr_map *map;
+	struct sroce_pin *pin = map->pin;
 	u64 off;
 
-	if (mr->type == SROCE_MR_DMA) {
+	if (map->type == SROCE_MAP_DMA) {
 		void *addr = (void *)(uintptr_t)va;
 
-		if (to_mr)
+		if (to_mem)
 			memcpy(addr, buf, len);
 		else
 			memcpy(buf, addr, len);
 		return;
 	}
 
-	rcu_read_lock();
-	map = rcu_dereference(mr->map);
-	kref_get(&map->ref);
-	rcu_read_unlock();
-
-	off = va - map->iova + map->offset;
+	off = va - map->iova + pin->offset;
 	while (len) {
-		struct page *page = map->pages[off >> PAGE_SHIFT];
+		struct page *page = pin->pages[off >> PAGE_SHIFT];
 		unsigned int in_page = offset_in_page(off);
 		unsigned int n = min_t(u64, len, PAGE_SIZE - in_page);
 		void *addr = kmap_local_page(page);
 
-		if (to_mr)
+		if (to_mem)
 			memcpy(addr + in_page, buf, n);
 		else
 			memcpy(buf, addr + in_page, n);
@@ -324,15 +455,14 @@ void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
 		off += n;
 		len -= n;
 	}
-	sroce_mr_map_put(map);
 }
 
 /* Serialises every atomic (and atomic write) of the machine's sroce devices. */
 static DEFINE_SPINLOCK(sroce_atomic_lock);
 
 /**
- * sroce_mr_atomic - an 8-byte atomic on an MR's memory
- * @mr: an MR from sroce_mr_get() covering the 8 aligned bytes at @va
+ * sroce_map_atomic - an 8-byte atomic on the memory a map translates
+ * @map: a map from sroce_mem_get() covering the 8 aligned bytes at @va
  * @va: the address, 8-byte aligned
  * @compare_add: the value to compare with (CMP_SWAP) or to add
  * @swap: the value to store if equal (CMP_SWAP)
@@ -341,33 +471,33 @@ static DEFINE_SPINLOCK(sroce_atomic_lock);
  * Atomic with respect to every other sroce atomic on the machine.
  * Return: the original value.
  */
-u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
-		    bool cmp_swap)
+u64 sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap)
 {
 	u64 orig, val;
 
 	spin_lock_bh(&sroce_atomic_lock);
-	sroce_mr_copy(mr, va, &orig, sizeof(orig), false);
+	sroce_map_copy(map, va, &orig, sizeof(orig), false);
 	if (cmp_swap)
 		val = orig == compare_add ? swap : orig;
 	else
 		val = orig + compare_add;
-	sroce_mr_copy(mr, va, &val, sizeof(val), true);
+	sroce_map_copy(map, va, &val, sizeof(val), true);
 	spin_unlock_bh(&sroce_atomic_lock);
 	return orig;
 }
 
 /**
- * sroce_mr_atomic_write - an RDMA Atomic Write's 8-byte store
- * @mr: an MR from sroce_mr_get() covering the 8 aligned bytes at @va
+ * sroce_map_atomic_write - an RDMA Atomic Write's 8-byte store
+ * @map: a map from sroce_mem_get() covering the 8 aligned bytes at @va
  * @va: the address, 8-byte aligned
  * @val: the bytes to store, in memory order
  *
  * No other sroce atomic sees the location half written.
  */
-void sroce_mr_atomic_write(struct sroce_mr *mr, u64 va, u64 val)
+void sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {
 	spin_lock_bh(&sroce_atomic_lock);
-	sroce_mr_copy(mr, va, &val, sizeof(val), true);
+	sroce_map_copy(map, va, &val, sizeof(val), true);
 	spin_unlock_bh(&sroce_atomic_lock);
 }

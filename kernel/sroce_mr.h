@@ -7,6 +7,7 @@
 #define SROCE_MR_H
 
 #include <linux/kref.h>
+#include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -23,29 +24,52 @@ static inline u32 sroce_key_index(u32 key)
 }
 
 /**
- * struct sroce_mr_map - a translation from iova to pages, replaced as a whole
- * @ref: held by the MR while it is the MR's map, and by each request using it
- * @umem: the pinned user memory
- * @iova: the first byte's address as seen by the MR's users
- * @length: bytes
- * @offset: @iova's offset within the first page
+ * struct sroce_pin - pinned user pages
+ * @ref: held by each map that translates through them
+ * @umem: the pinned memory (umem->address, ->length: the user range)
+ * @offset: the range's offset within its first page
  * @npages: entries of @pages
  * @pages: every page of the range, in order
  */
-struct sroce_mr_map {
+struct sroce_pin {
 	struct kref ref;
 	struct ib_umem *umem;
-	u64 iova;
-	u64 length;
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;
 };
 
-/* What an MR's addresses are. */
-enum sroce_mr_type {
-	SROCE_MR_USER,		/* pinned user memory, through @map */
-	SROCE_MR_DMA,		/* a kernel PD's DMA MR: every kernel address */
+/* What a map's addresses are. */
+enum sroce_map_type {
+	SROCE_MAP_USER,		/* pinned user memory, through @pin */
+	SROCE_MAP_DMA,		/* a kernel PD's DMA MR: every kernel address */
+};
+
+/**
+ * struct sroce_map - everything an access through an MR's key needs, as
+ *                    one immutable snapshot
+ * @ref: held by the MR while it is the MR's map, and by each request using
+ *       it; a request sees one map from start to end, never a mix
+ * @rcu: the map's memory outlives lookups that found it under RCU
+ * @type: what the addresses are
+ * @pd: the PD the key is valid in
+ * @access: IB_ACCESS_* granted
+ * @iova: the first byte's address as seen by the MR's users
+ * @length: bytes
+ * @pin: SROCE_MAP_USER: the pages
+ *
+ * A map never changes: ibv_rereg_mr publishes a new one (sharing the pin
+ * when the translation stays) and drops the MR's reference on the old one.
+ */
+struct sroce_map {
+	struct kref ref;
+	struct rcu_head rcu;
+	enum sroce_map_type type;
+	struct ib_pd *pd;
+	int access;
+	u64 iova;
+	u64 length;
+	struct sroce_pin *pin;
 };
 
 enum sroce_mem_state {
@@ -57,35 +81,34 @@ enum sroce_mem_state {
  * struct sroce_mr - a memory region
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
  * @sdev: the device whose memory table holds @ibmr.lkey
- * @ref: held by the memory table entry and by each lookup
- * @type: what its addresses are
  * @state: VALID while registered
- * @access: IB_ACCESS_* granted
- * @map: the current translation (RCU-published)
+ * @lock: serialises rereg and dereg, which replace @map
+ * @map: the current translation (RCU-published, replaced as a whole)
  * @rcu: frees the MR after lookups under RCU are done with it
  */
 struct sroce_mr {
 	struct ib_mr ibmr;
 	struct sroce_dev *sdev;
-	struct kref ref;
-	enum sroce_mr_type type;
 	enum sroce_mem_state state;
-	int access;
-	struct sroce_mr_map __rcu *map;
+	struct mutex lock; /* see above */
+	struct sroce_map __rcu *map;
 	struct rcu_head rcu;
 };
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
+				  u64 length, u64 iova, int access,
+				  struct ib_pd *pd, struct ib_udata *udata);
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
-struct sroce_mr *sroce_mr_get(struct sroce_dev *sdev, struct ib_pd *pd,
-			      u32 key, u64 va, u64 len, int access);
-void sroce_mr_put(struct sroce_mr *mr);
-void sroce_mr_copy(struct sroce_mr *mr, u64 va, void *buf, u64 len,
-		   bool to_mr);
-u64 sroce_mr_atomic(struct sroce_mr *mr, u64 va, u64 compare_add, u64 swap,
-		    bool cmp_swap);
-void sroce_mr_atomic_write(struct sroce_mr *mr, u64 va, u64 val);
+struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				u32 key, u64 va, u64 len, int access);
+void sroce_map_put(struct sroce_map *map);
+void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		    bool to_mem);
+u64 sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap);
+void sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
 
 #endif /* SROCE_MR_H */

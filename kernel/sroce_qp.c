@@ -414,6 +414,11 @@ static void sroce_qp_reset(struct sroce_qp *qp)
 		qp->rq_cons = sroce_ring_load_prod(&qp->rq);
 		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
 	}
+	/* Its completions not yet polled go too (user CQs: the provider). */
+	if (qp->ibqp.send_cq)
+		sroce_cq_clean(to_scq(qp->ibqp.send_cq), qp);
+	if (qp->ibqp.recv_cq && qp->ibqp.recv_cq != qp->ibqp.send_cq)
+		sroce_cq_clean(to_scq(qp->ibqp.recv_cq), qp);
 }
 
 /* Path parameters once the QP knows where it sends. */
@@ -716,20 +721,20 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 
 	for (i = 0; i < nsge && len; i++) {
 		u32 slen = sge[i].length, n;
-		struct sroce_mr *mr;
+		struct sroce_map *map;
 
 		if (offset >= slen) {
 			offset -= slen;
 			continue;
 		}
 		n = min(slen - offset, len);
-		mr = sroce_mr_get(sdev, pd, sge[i].lkey,
-				  sge[i].addr + offset, n,
-				  to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
-		if (IS_ERR(mr))
+		map = sroce_mem_get(sdev, pd, sge[i].lkey,
+				    sge[i].addr + offset, n,
+				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
+		if (IS_ERR(map))
 			return -EACCES;
-		sroce_mr_copy(mr, sge[i].addr + offset, buf, n, to_mem);
-		sroce_mr_put(mr);
+		sroce_map_copy(map, sge[i].addr + offset, buf, n, to_mem);
+		sroce_map_put(map);
 		buf += n;
 		len -= n;
 		offset = 0;

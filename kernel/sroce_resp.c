@@ -95,10 +95,10 @@ static int sroce_resp_copy_sges(struct sroce_qp *qp,
 			       sge, nsge, offset, buf, len, true);
 }
 
-static struct sroce_mr *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
-					  u64 va, u64 len, int access)
+static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
+					   u64 va, u64 len, int access)
 {
-	return sroce_mr_get(to_sdev(qp->ibqp.device), sroce_resp_pd(qp), rkey,
+	return sroce_mem_get(to_sdev(qp->ibqp.device), sroce_resp_pd(qp), rkey,
 			    va, len, access);
 }
 
@@ -301,11 +301,11 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		u64 val;
 
 		memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
-		sroce_mr_atomic_write(r->mr, r->va, val);
+		sroce_map_atomic_write(r->mr, r->va, val);
 		r->resid = 0;
 	} else if (pkt->paylen) {
-		sroce_mr_copy(r->mr, r->va, sroce_pkt_payload(skb),
-			      pkt->paylen, true);
+		sroce_map_copy(r->mr, r->va, sroce_pkt_payload(skb),
+			       pkt->paylen, true);
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 	}
@@ -313,7 +313,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		return SROCE_RESP_OK;
 
 	if (r->mr) {
-		sroce_mr_put(r->mr);
+		sroce_map_put(r->mr);
 		r->mr = NULL;
 	}
 	if (flags & SROCE_OP_IMM) {
@@ -354,8 +354,8 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 			return false;
 		if (sroce_opinfo[op].flags & SROCE_OP_AETH)
 			sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, r->msn);
-		sroce_mr_copy(r->read_mr, r->read_va, sroce_pkt_payload(skb),
-			      paylen, false);
+		sroce_map_copy(r->read_mr, r->read_va, sroce_pkt_payload(skb),
+			       paylen, false);
 		sroce_resp_xmit(qp, skb);
 		r->read_psn = (r->read_psn + 1) & SROCE_PSN_MASK;
 		r->read_va += paylen;
@@ -364,7 +364,7 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 	}
 	if (r->read_left)
 		return false;
-	sroce_mr_put(r->read_mr);
+	sroce_map_put(r->read_mr);
 	r->read_mr = NULL;
 	return true;
 }
@@ -388,7 +388,7 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 	u32 len = be32_to_cpu(reth->len), psn = SROCE_PKT(skb)->psn;
 	struct sroce_resp *r = &qp->resp;
-	struct sroce_mr *mr = NULL;
+	struct sroce_map *mr = NULL;
 
 	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
 		return SROCE_RESP_NAK_ACCESS;
@@ -438,7 +438,7 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
 	u64 va = be64_to_cpu(a->va);
 	u32 psn = SROCE_PKT(skb)->psn;
-	struct sroce_mr *mr;
+	struct sroce_map *mr;
 	u64 orig;
 
 	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
@@ -450,12 +450,12 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	if (IS_ERR(mr))
 		return SROCE_RESP_NAK_ACCESS;
 	if (SROCE_OP_BASE(SROCE_PKT(skb)->opcode) == SROCE_RC_CMP_SWAP)
-		orig = sroce_mr_atomic(mr, va, be64_to_cpu(a->compare),
-				       be64_to_cpu(a->swap_add), true);
+		orig = sroce_map_atomic(mr, va, be64_to_cpu(a->compare),
+					be64_to_cpu(a->swap_add), true);
 	else
-		orig = sroce_mr_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
-				       false);
-	sroce_mr_put(mr);
+		orig = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
+					false);
+	sroce_map_put(mr);
 
 	qp->resp.msn++;
 	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;
@@ -577,7 +577,7 @@ static void sroce_resp_abort_msg(struct sroce_qp *qp)
 	qp->resp.opcode = -1;
 	qp->resp.offset = 0;
 	if (qp->resp.mr) {
-		sroce_mr_put(qp->resp.mr);
+		sroce_map_put(qp->resp.mr);
 		qp->resp.mr = NULL;
 	}
 }
@@ -731,7 +731,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 {
 	sroce_resp_abort_msg(qp);
 	if (qp->resp.read_mr) {
-		sroce_mr_put(qp->resp.read_mr);
+		sroce_map_put(qp->resp.read_mr);
 		qp->resp.read_mr = NULL;
 	}
 	qp->resp.read_left = 0;

@@ -100,6 +100,36 @@ constexpr uint64_t supported_wc_flags =
 
 } // namespace
 
+// A QP went to RESET: its completions not yet polled go away, as on
+// hardware. Entries are moved towards the producer end over the removed
+// ones and the consumer index skips the gap; the kernel only writes past
+// the producer index, so it is never disturbed.
+void cq_clean(ibv_cq *ibcq, uint32_t qpn) noexcept
+{
+	cq *c = to_cq(ibcq);
+
+	pthread_spin_lock(&c->lock);
+	uint32_t prod =
+		shared(c->r.hdr()->prod).load(std::memory_order_acquire);
+	uint32_t removed = 0;
+	if (prod - c->cons <= c->r.num_slots) {
+		for (uint32_t i = prod; i != c->cons;) {
+			i--;
+			auto *e = static_cast<sroce_cqe *>(c->r.slot(i));
+			if (e->qp_num == qpn)
+				removed++;
+			else if (removed)
+				memcpy(c->r.slot(i + removed), e, sizeof(*e));
+		}
+	}
+	if (removed) {
+		c->cons += removed;
+		shared(c->r.hdr()->cons)
+			.store(c->cons, std::memory_order_release);
+	}
+	pthread_spin_unlock(&c->lock);
+}
+
 ibv_cq *create_cq(ibv_context *ibctx, int cqe, ibv_comp_channel *channel,
 		  int comp_vector) noexcept
 {

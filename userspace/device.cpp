@@ -83,6 +83,7 @@ const verbs_context_ops context_ops = {
 	.query_srq = query_srq,
 	.reg_mr = reg_mr,
 	.req_notify_cq = req_notify_cq,
+	.rereg_mr = rereg_mr,
 	.resize_cq = resize_cq,
 };
 

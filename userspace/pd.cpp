@@ -125,6 +125,21 @@ ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	return &vmr->ibv_mr;
 }
 
+// In place: the kernel swaps the MR's translation, PD or access at once and
+// the keys stay; libibverbs updates pd, addr and length on success.
+int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
+	     int access) noexcept
+{
+	struct ibv_rereg_mr cmd{};
+	ib_uverbs_rereg_mr_resp resp{};
+	int ret = ibv_cmd_rereg_mr(vmr, flags, addr, length, uintptr_t(addr),
+				   access, pd, &cmd, sizeof(cmd), &resp,
+				   sizeof(resp));
+	if (ret)
+		errno = ret;
+	return ret;
+}
+
 int dereg_mr(verbs_mr *vmr) noexcept
 {
 	int ret = ibv_cmd_dereg_mr(vmr);

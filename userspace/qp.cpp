@@ -600,8 +600,17 @@ int destroy_qp(ibv_qp *ibqp) noexcept
 int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
 {
 	struct ibv_modify_qp cmd{};
+	int ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 
-	return ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	// In RESET the QP's earlier completions are gone (flushes included).
+	if (!ret && (attr_mask & IBV_QP_STATE) &&
+	    attr->qp_state == IBV_QPS_RESET) {
+		if (ibqp->recv_cq)
+			cq_clean(ibqp->recv_cq, ibqp->qp_num);
+		if (ibqp->send_cq && ibqp->send_cq != ibqp->recv_cq)
+			cq_clean(ibqp->send_cq, ibqp->qp_num);
+	}
+	return ret;
 }
 
 int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,

@@ -230,6 +230,7 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept;
 int poll_cq(ibv_cq *ibcq, int num_entries, ibv_wc *wc) noexcept;
 ibv_cq_ex *create_cq_ex(ibv_context *ibctx, ibv_cq_init_attr_ex *attr) noexcept;
 int req_notify_cq(ibv_cq *ibcq, int solicited_only) noexcept;
+void cq_clean(ibv_cq *ibcq, uint32_t qpn) noexcept;
 
 // pd.cpp: protection domains, memory regions, address handles
 ibv_pd *alloc_pd(ibv_context *ibctx) noexcept;
@@ -240,6 +241,8 @@ int dealloc_td(ibv_td *ibtd) noexcept;
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	       int access) noexcept;
+int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
+	     int access) noexcept;
 int dereg_mr(verbs_mr *vmr) noexcept;
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
 ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept;

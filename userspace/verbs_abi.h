@@ -274,6 +274,11 @@ struct ibv_reg_mr {
 	ib_uverbs_reg_mr core_payload;
 };
 
+struct ibv_rereg_mr {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_rereg_mr core_payload;
+};
+
 struct ibv_create_qp {
 	ib_uverbs_cmd_hdr hdr;
 	ib_uverbs_create_qp core_payload;
@@ -346,6 +351,10 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
 		   size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+int ibv_cmd_rereg_mr(verbs_mr *vmr, uint32_t flags, void *addr, size_t length,
+		     uint64_t hca_va, int access, ibv_pd *pd,
+		     struct ibv_rereg_mr *cmd, size_t cmd_sz,
+		     ib_uverbs_rereg_mr_resp *resp, size_t resp_sz);
 int ibv_cmd_create_qp(ibv_pd *pd, ibv_qp *qp, ibv_qp_init_attr *attr,
 		      struct ibv_create_qp *cmd, size_t cmd_size,
 		      ib_uverbs_create_qp_resp *resp, size_t resp_size);
@@ -473,6 +482,7 @@ static_assert(sizeof(struct ibv_create_qp) == 64);
 static_assert(sizeof(struct ibv_modify_qp) == 120);
 static_assert(sizeof(struct ibv_query_qp) == 24);
 static_assert(sizeof(struct ibv_create_srq) == 40);
+static_assert(sizeof(struct ibv_rereg_mr) == 56);
 static_assert(sizeof(struct ibv_create_xsrq) == 56);
 static_assert(sizeof(struct ibv_open_xrcd) == 24);
 static_assert(sizeof(struct ibv_open_qp) == 40);
