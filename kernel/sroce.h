@@ -522,6 +522,9 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 		    const struct ib_send_wr **bad_wr);
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
+void sroce_qp_doorbell(struct sroce_qp *qp);
+
+/* sroce_uapi.c */
 extern const struct uapi_definition sroce_uapi_defs[];
 
 /* sroce_verbs.c */

@@ -11,9 +11,6 @@
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
-#define UVERBS_MODULE_NAME sroce
-#include <rdma/uverbs_named_ioctl.h>
-
 #include "sroce.h"
 
 /* Bytes of a send slot: the header, then SGEs or inline data. */
@@ -929,32 +926,13 @@ static void sroce_qp_work(struct work_struct *work)
 	sroce_qp_run(container_of(work, struct sroce_qp, work));
 }
 
-static int
-UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
+/**
+ * sroce_qp_doorbell - the provider posted sends: run the engine now
+ * @qp: a user QP, kept alive by the caller's uverbs object lock
+ *
+ * Sends in the caller's context, without a hop through the workqueue.
+ */
+void sroce_qp_doorbell(struct sroce_qp *qp)
 {
-	struct ib_qp *ibqp =
-		uverbs_attr_get_obj(attrs, SROCE_ATTR_DOORBELL_QP_HANDLE);
-
-	if (IS_ERR(ibqp))
-		return PTR_ERR(ibqp);
-	/*
-	 * Send in the caller's context, without a hop through the
-	 * workqueue; the uverbs object lock keeps the QP alive meanwhile.
-	 */
-	sroce_qp_run(to_sqp(ibqp));
-	return 0;
+	sroce_qp_run(qp);
 }
-
-DECLARE_UVERBS_NAMED_METHOD(SROCE_METHOD_QP_DOORBELL,
-			    UVERBS_ATTR_IDR(SROCE_ATTR_DOORBELL_QP_HANDLE,
-					    UVERBS_OBJECT_QP,
-					    UVERBS_ACCESS_READ,
-					    UA_MANDATORY));
-
-ADD_UVERBS_METHODS(sroce_qp_methods, UVERBS_OBJECT_QP,
-		   &UVERBS_METHOD(SROCE_METHOD_QP_DOORBELL));
-
-const struct uapi_definition sroce_uapi_defs[] = {
-	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &sroce_qp_methods),
-	{},
-};

@@ -179,6 +179,17 @@ static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 }
 
 /*
+ * UVERBS_METHOD_QUERY_CONTEXT, which ibv_import_device() sends: the
+ * importing provider learns nothing it could not read from sysfs (the ABI
+ * version), so there is no driver data to add.
+ */
+static int sroce_query_ucontext(struct ib_ucontext *ibuc,
+				struct uverbs_attr_bundle *attrs)
+{
+	return 0;
+}
+
+/*
  * Everything a context owns is destroyed through the uverbs object tree and
  * its mmaps are zapped by ib_uverbs; there is nothing driver-private left to
  * disconnect.  Providing this op lets "rdma link delete" and rmmod proceed
@@ -260,6 +271,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_port = sroce_query_port,
 	.query_qp = sroce_query_qp,
 	.query_srq = sroce_query_srq,
+	.query_ucontext = sroce_query_ucontext,
 	.reg_user_mr = sroce_reg_user_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,

@@ -69,6 +69,8 @@ const verbs_context_ops context_ops = {
 	.detach_mcast = ibv_cmd_detach_mcast,
 	.free_context = free_context,
 	.get_srq_num = get_srq_num,
+	.import_mr = import_mr,
+	.import_pd = import_pd,
 	.modify_qp = modify_qp,
 	.modify_srq = modify_srq,
 	.open_qp = open_qp,
@@ -85,6 +87,8 @@ const verbs_context_ops context_ops = {
 	.req_notify_cq = req_notify_cq,
 	.rereg_mr = rereg_mr,
 	.resize_cq = resize_cq,
+	.unimport_mr = unimport_mr,
+	.unimport_pd = unimport_pd,
 };
 
 verbs_context *alloc_context(ibv_device *ibdev, int cmd_fd,
@@ -117,6 +121,33 @@ err:
 	free(ctx);
 	errno = saved;
 	return nullptr;
+}
+
+// ibv_import_device(): a context on a command fd another context (perhaps
+// of another process) opened. No GET_CONTEXT: the kernel context exists;
+// QUERY_CONTEXT (an ioctl, which any holder of the fd may send) checks the
+// fd and fills the context's fields.
+verbs_context *import_context(ibv_device *ibdev, int cmd_fd) noexcept
+{
+	auto *dev = reinterpret_cast<device *>(ibdev);
+	if (dev->abi_version != SROCE_UVERBS_ABI_VERSION) {
+		errno = EPROTO;
+		return nullptr;
+	}
+	auto *ctx = static_cast<context *>(_verbs_init_and_alloc_context(
+		ibdev, cmd_fd, sizeof(context),
+		&static_cast<context *>(nullptr)->vctx, 0 /* RDMA_DRIVER_UNKNOWN */));
+	if (!ctx)
+		return nullptr;
+	int ret = ibv_cmd_query_context(&ctx->vctx.context, nullptr);
+	if (ret) {
+		verbs_uninit_context(&ctx->vctx);
+		free(ctx);
+		errno = ret;
+		return nullptr;
+	}
+	verbs_set_ops(&ctx->vctx, &context_ops);
+	return &ctx->vctx;
 }
 
 verbs_device *alloc_device(verbs_sysfs_dev *sysfs_dev) noexcept
@@ -167,7 +198,7 @@ const verbs_device_ops device_ops = {
 	.static_providers = nullptr,
 	.match_device = match_device,
 	.alloc_context = alloc_context,
-	.import_context = nullptr,
+	.import_context = import_context,
 	.alloc_device = alloc_device,
 	.uninit_device = uninit_device,
 };

@@ -209,4 +209,54 @@ int close_xrcd(ibv_xrcd *ibxrcd) noexcept
 	return 0;
 }
 
+// Import: another process's (or another context's) PD and MR by handle,
+// on a context imported from the same command fd. Only our objects are
+// made; the kernel objects stay their owner's.
+ibv_pd *import_pd(ibv_context *ibctx, uint32_t handle) noexcept
+{
+	int ret = call_method(ibctx->cmd_fd, UVERBS_OBJECT_PD,
+			      SROCE_METHOD_PD_QUERY,
+			      std::array{ idr_attr(SROCE_ATTR_QUERY_PD_HANDLE,
+						   handle) });
+	if (ret) {
+		errno = ret;
+		return nullptr;
+	}
+	auto *p = new (std::nothrow) pd{};
+	if (!p) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	p->ibpd.context = ibctx;
+	p->ibpd.handle = handle;
+	return &p->ibpd;
+}
+
+void unimport_pd(ibv_pd *ibpd) noexcept
+{
+	delete to_pd(ibpd);
+}
+
+// lkey, rkey and length come from the kernel; addr is NULL (ibv_import_mr(3)).
+ibv_mr *import_mr(ibv_pd *ibpd, uint32_t handle) noexcept
+{
+	auto *vmr = new (std::nothrow) verbs_mr{};
+	if (!vmr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	int ret = ibv_cmd_query_mr(ibpd, vmr, handle);
+	if (ret) {
+		delete vmr;
+		errno = ret;
+		return nullptr;
+	}
+	return &vmr->ibv_mr;
+}
+
+void unimport_mr(ibv_mr *ibmr) noexcept
+{
+	delete reinterpret_cast<verbs_mr *>(ibmr);
+}
+
 } // namespace sroce

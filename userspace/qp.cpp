@@ -7,9 +7,6 @@
 
 #include <cstring>
 #include <new>
-#include <sys/ioctl.h>
-
-#include <rdma/rdma_user_ioctl_cmds.h>
 
 static_assert(SROCE_WR_ATOMIC_WRITE == IBV_WR_ATOMIC_WRITE);
 static_assert(SROCE_WC_ATOMIC_WRITE == IBV_WC_ATOMIC_WRITE);
@@ -20,20 +17,59 @@ namespace {
 // Asks the kernel to look at the QP's rings (SROCE_METHOD_QP_DOORBELL).
 int ring_doorbell(qp *q) noexcept
 {
-	// The header ends in a flexible array of attributes: one here.
-	with_drv_data<ib_uverbs_ioctl_hdr, ib_uverbs_attr> req{};
-	ib_uverbs_ioctl_hdr *hdr = req.core();
+	return call_method(q->vqp.qp.context->cmd_fd, UVERBS_OBJECT_QP,
+			   SROCE_METHOD_QP_DOORBELL,
+			   std::array{ idr_attr(SROCE_ATTR_DOORBELL_QP_HANDLE,
+						q->vqp.qp.handle) });
+}
 
-	hdr->length = sizeof(req);
-	hdr->object_id = UVERBS_OBJECT_QP;
-	hdr->method_id = SROCE_METHOD_QP_DOORBELL;
-	hdr->num_attrs = 1;
-	hdr->driver_id = 0; // RDMA_DRIVER_UNKNOWN
-	req.drv.attr_id = SROCE_ATTR_DOORBELL_QP_HANDLE;
-	req.drv.data = q->vqp.qp.handle;
-	if (ioctl(q->vqp.qp.context->cmd_fd, RDMA_VERBS_IOCTL, hdr))
-		return errno;
-	return 0;
+// ibv_modify_qp through SROCE_METHOD_QP_MODIFY: the MODIFY_QP command's
+// attributes, for a process that imported the context (write() commands
+// are the opener's only).
+int modify_qp_ioctl(ibv_qp *ibqp, const ibv_qp_attr *attr,
+		    int attr_mask) noexcept
+{
+	ib_uverbs_modify_qp cmd{};
+	const ibv_ah_attr &ah = attr->ah_attr;
+
+	memcpy(cmd.dest.dgid, ah.grh.dgid.raw, sizeof(cmd.dest.dgid));
+	cmd.dest.flow_label = ah.grh.flow_label;
+	cmd.dest.dlid = ah.dlid;
+	cmd.dest.sgid_index = ah.grh.sgid_index;
+	cmd.dest.hop_limit = ah.grh.hop_limit;
+	cmd.dest.traffic_class = ah.grh.traffic_class;
+	cmd.dest.sl = ah.sl;
+	cmd.dest.src_path_bits = ah.src_path_bits;
+	cmd.dest.static_rate = ah.static_rate;
+	cmd.dest.is_global = ah.is_global;
+	cmd.dest.port_num = ah.port_num;
+	cmd.qp_handle = ibqp->handle;
+	cmd.attr_mask = attr_mask;
+	cmd.qkey = attr->qkey;
+	cmd.rq_psn = attr->rq_psn;
+	cmd.sq_psn = attr->sq_psn;
+	cmd.dest_qp_num = attr->dest_qp_num;
+	cmd.qp_access_flags = attr->qp_access_flags;
+	cmd.pkey_index = attr->pkey_index;
+	cmd.alt_pkey_index = attr->alt_pkey_index;
+	cmd.qp_state = attr->qp_state;
+	cmd.cur_qp_state = attr->cur_qp_state;
+	cmd.path_mtu = attr->path_mtu;
+	cmd.path_mig_state = attr->path_mig_state;
+	cmd.en_sqd_async_notify = attr->en_sqd_async_notify;
+	cmd.max_rd_atomic = attr->max_rd_atomic;
+	cmd.max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	cmd.min_rnr_timer = attr->min_rnr_timer;
+	cmd.port_num = attr->port_num;
+	cmd.timeout = attr->timeout;
+	cmd.retry_cnt = attr->retry_cnt;
+	cmd.rnr_retry = attr->rnr_retry;
+	return call_method(ibqp->context->cmd_fd, UVERBS_OBJECT_QP,
+			   SROCE_METHOD_QP_MODIFY,
+			   std::array{ idr_attr(SROCE_ATTR_MODIFY_QP_HANDLE,
+						ibqp->handle),
+				       ptr_attr(SROCE_ATTR_MODIFY_QP_CMD, &cmd,
+						sizeof(cmd)) });
 }
 
 uint32_t qp_state(const qp *q)
@@ -601,6 +637,10 @@ int modify_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask) noexcept
 {
 	struct ibv_modify_qp cmd{};
 	int ret = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+
+	// An imported context: write() is the opening process's only.
+	if (ret == EACCES)
+		ret = modify_qp_ioctl(ibqp, attr, attr_mask);
 
 	// In RESET the QP's earlier completions are gone (flushes included).
 	if (!ret && (attr_mask & IBV_QP_STATE) &&

@@ -8,10 +8,14 @@
 
 #include "verbs_abi.h"
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+
+#include <rdma/rdma_user_ioctl_cmds.h>
 
 #include <rdma/sroce-abi.h>
 
@@ -170,6 +174,47 @@ struct qp {
 	int ex_err = 0;		 // first error; wr_complete reports it
 };
 
+// An attribute of a uverbs ioctl method: an object handle, or a pointer to
+// @len bytes of input or output.
+inline ib_uverbs_attr idr_attr(uint16_t id, uint32_t handle)
+{
+	ib_uverbs_attr a{};
+	a.attr_id = id;
+	a.data = handle;
+	return a;
+}
+
+inline ib_uverbs_attr ptr_attr(uint16_t id, const void *ptr, uint16_t len)
+{
+	ib_uverbs_attr a{};
+	a.attr_id = id;
+	a.len = len;
+	a.data = uintptr_t(ptr);
+	return a;
+}
+
+// Calls uverbs ioctl method @method of @object with @attrs. These work on a
+// command fd from any process that holds it (write() commands do not).
+// Return: 0 or an errno.
+template <size_t N>
+int call_method(int cmd_fd, uint16_t object, uint16_t method,
+		const std::array<ib_uverbs_attr, N> &attrs) noexcept
+{
+	// The header ends in a flexible array of attributes.
+	with_drv_data<ib_uverbs_ioctl_hdr, std::array<ib_uverbs_attr, N>> req{};
+	ib_uverbs_ioctl_hdr *hdr = req.core();
+
+	hdr->length = sizeof(req);
+	hdr->object_id = object;
+	hdr->method_id = method;
+	hdr->num_attrs = N;
+	hdr->driver_id = 0; // RDMA_DRIVER_UNKNOWN
+	req.drv = attrs;
+	if (ioctl(cmd_fd, RDMA_VERBS_IOCTL, hdr))
+		return errno;
+	return 0;
+}
+
 inline context *to_ctx(ibv_context *ibctx)
 {
 	return reinterpret_cast<context *>(
@@ -246,6 +291,10 @@ int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 int dereg_mr(verbs_mr *vmr) noexcept;
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
 ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept;
+ibv_pd *import_pd(ibv_context *ibctx, uint32_t handle) noexcept;
+void unimport_pd(ibv_pd *ibpd) noexcept;
+ibv_mr *import_mr(ibv_pd *ibpd, uint32_t handle) noexcept;
+void unimport_mr(ibv_mr *ibmr) noexcept;
 int close_xrcd(ibv_xrcd *ibxrcd) noexcept;
 int destroy_ah(ibv_ah *ibah) noexcept;
 

@@ -351,6 +351,9 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
 		   size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+int ibv_cmd_query_mr(ibv_pd *pd, verbs_mr *vmr, uint32_t mr_handle);
+struct ibv_command_buffer; // libibverbs' ioctl builder; we pass none
+int ibv_cmd_query_context(ibv_context *ctx, ibv_command_buffer *driver);
 int ibv_cmd_rereg_mr(verbs_mr *vmr, uint32_t flags, void *addr, size_t length,
 		     uint64_t hca_va, int access, ibv_pd *pd,
 		     struct ibv_rereg_mr *cmd, size_t cmd_sz,

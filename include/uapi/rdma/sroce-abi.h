@@ -210,16 +210,36 @@ struct sroce_create_qp_resp {
 };
 
 /*
- * Driver methods (ioctl() on the command fd, UVERBS_OBJECT_QP). The doorbell
- * asks the kernel to look at a QP's rings; it is an ioctl method rather than
- * a write() command so that it works from any process holding the context.
+ * Driver methods (ioctl() on the command fd). ib_uverbs refuses write()
+ * commands from any process but the one that opened the fd, so what a
+ * process that imported the context (ibv_import_device) needs is here:
+ *
+ * - QP_DOORBELL asks the kernel to look at a QP's rings.
+ * - QP_MODIFY is ibv_modify_qp: the attributes as in the MODIFY_QP
+ *   command (struct ib_uverbs_modify_qp, its response field ignored).
+ * - PD_QUERY checks that a PD handle names a PD of the context
+ *   (ibv_import_pd).
  */
 enum sroce_qp_methods {
 	SROCE_METHOD_QP_DOORBELL = (1U << UVERBS_ID_NS_SHIFT),
+	SROCE_METHOD_QP_MODIFY,
 };
 
 enum sroce_qp_doorbell_attrs {
 	SROCE_ATTR_DOORBELL_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum sroce_qp_modify_attrs {
+	SROCE_ATTR_MODIFY_QP_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SROCE_ATTR_MODIFY_QP_CMD,
+};
+
+enum sroce_pd_methods {
+	SROCE_METHOD_PD_QUERY = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum sroce_pd_query_attrs {
+	SROCE_ATTR_QUERY_PD_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 #endif /* SROCE_ABI_USER_H */
