@@ -7,7 +7,7 @@ pkgs=(
 	linux-image-amd64 linux-headers-amd64
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
-	rdmacm-utils perftest python3-pyverbs iproute2
+	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli
 )
 missing=()
 for p in "${pkgs[@]}"; do
