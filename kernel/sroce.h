@@ -468,6 +468,7 @@ bool sroce_resp_continue(struct sroce_qp *qp);
 /* sroce_comp.c */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 void sroce_comp_send_done(struct sroce_qp *qp);
+void sroce_comp_local_done(struct sroce_qp *qp);
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
 void sroce_comp_arm_retry(struct sroce_qp *qp);
 void sroce_comp_timeout(struct sroce_qp *qp);

@@ -26,6 +26,10 @@ static u32 sroce_wc_opcode(u32 wr_opcode)
 		return IB_UVERBS_WC_FETCH_ADD;
 	case SROCE_WR_ATOMIC_WRITE:
 		return SROCE_WC_ATOMIC_WRITE;
+	case IB_WR_REG_MR:
+		return IB_WC_REG_MR;
+	case IB_WR_LOCAL_INV:
+		return IB_WC_LOCAL_INV;
 	default:
 		return IB_UVERBS_WC_SEND;
 	}
@@ -133,6 +137,23 @@ static void sroce_ack_upto(struct sroce_qp *qp, u32 psn)
 	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
 	       !sroce_needs_response(wqe->opcode) &&
 	       !sroce_psn_before(psn, sw->last_psn))
+		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+	sroce_comp_local_done(qp);
+}
+
+/**
+ * sroce_comp_local_done - complete executed local WQEs at the head
+ * @qp: the QP, its lock held
+ *
+ * A REG_MR or LOCAL_INV completes once every WQE before it has.
+ */
+void sroce_comp_local_done(struct sroce_qp *qp)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw;
+
+	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
+	       (wqe->opcode == IB_WR_REG_MR || wqe->opcode == IB_WR_LOCAL_INV))
 		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
 }
 
@@ -274,8 +295,10 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 		sroce_comp_fail(qp, IB_WC_LOC_PROT_ERR);
 		return;
 	}
-	if (flags & SROCE_OP_LAST)
+	if (flags & SROCE_OP_LAST) {
 		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+		sroce_comp_local_done(qp);
+	}
 }
 
 static void sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb)
@@ -299,6 +322,7 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	sroce_qp_complete_send(qp, IB_WC_SUCCESS);
+	sroce_comp_local_done(qp);
 }
 
 /**

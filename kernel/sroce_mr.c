@@ -176,6 +176,7 @@ static void sroce_mr_free(struct sroce_mr *mr)
 	mutex_unlock(&mr->lock);
 	mutex_destroy(&mr->lock);
 	atomic_dec(&mr->sdev->num_mr);
+	kfree(mr->fast_pages);
 	kfree_rcu(mr, rcu);
 }
 
@@ -193,6 +194,7 @@ static int sroce_mr_add_key(struct sroce_mr *mr)
 		return err;
 	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
 	mr->ibmr.rkey = mr->ibmr.lkey;
+	mr->key = mr->ibmr.lkey;
 	return 0;
 }
 
@@ -261,6 +263,148 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 	return sroce_mr_create(to_sdev(ibpd->device), map);
+}
+
+/**
+ * sroce_alloc_mr - a fast-registration MR for a kernel consumer
+ * @ibpd: its PD
+ * @type: IB_MR_TYPE_MEM_REG only
+ * @max_num_sg: pages it may map
+ *
+ * It starts invalid: IB_WR_REG_MR (after ops.map_mr_sg) makes it valid
+ * with the key the consumer chose (same index, its own tag byte);
+ * IB_WR_LOCAL_INV or a remote SEND_WITH_INV make it invalid again.
+ */
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg)
+{
+	struct sroce_dev *sdev = to_sdev(ibpd->device);
+	struct sroce_mr *mr;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG)
+		return ERR_PTR(-EINVAL);
+	if (!max_num_sg || max_num_sg > SROCE_MAX_FAST_REG_PAGES)
+		return ERR_PTR(-EINVAL);
+	mr = sroce_mr_alloc(sdev);
+	if (IS_ERR(mr))
+		return ERR_CAST(mr);
+	mr->state = SROCE_MEM_INVALID;
+	mr->fast_max = max_num_sg;
+	mr->fast_pages = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
+	mr->ibmr.pd = ibpd;
+	err = mr->fast_pages ? sroce_mr_add_key(mr) : -ENOMEM;
+	if (err) {
+		sroce_mr_free(mr);
+		return ERR_PTR(err);
+	}
+	return &mr->ibmr;
+}
+
+static int sroce_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+
+	if (mr->fast_npages == mr->fast_max)
+		return -ENOMEM;
+	mr->fast_pages[mr->fast_npages++] = addr;
+	return 0;
+}
+
+/* ops.map_mr_sg: the page list the next IB_WR_REG_MR registers. */
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	int n;
+
+	mr->fast_npages = 0;
+	n = ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, sroce_set_page);
+	mr->fast_offset = ibmr->iova & (ibmr->page_size - 1);
+	return n;
+}
+
+/**
+ * sroce_mr_fast_reg - execute an IB_WR_REG_MR
+ * @sdev: the device
+ * @pd: the PD of the QP that posted it
+ * @ibmr: the MR, from ops.alloc_mr, in @pd and invalid
+ * @key: its new key (the MR's index, any tag)
+ * @access: IB_ACCESS_* to grant
+ *
+ * Registers the page list of the last ops.map_mr_sg as it stands now.
+ * Return: 0 or -EINVAL.
+ */
+int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
+		      struct ib_mr *ibmr, u32 key, int access)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	unsigned int shift;
+	struct sroce_map *map;
+	u64 span;
+	int err = -EINVAL;
+
+	if (ibmr->device != &sdev->ibdev || ibmr->type != IB_MR_TYPE_MEM_REG ||
+	    ibmr->pd != pd || sroce_key_index(key) != sroce_key_index(mr->key))
+		return -EINVAL;
+	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < 512)
+		return -EINVAL;
+	shift = ilog2(ibmr->page_size);
+
+	mutex_lock(&mr->lock);
+	if (READ_ONCE(mr->state) != SROCE_MEM_INVALID)
+		goto out;
+	/* The list must cover the registered range. */
+	if (check_add_overflow((u64)mr->fast_offset, ibmr->length, &span) ||
+	    span > ((u64)mr->fast_npages << shift))
+		goto out;
+	err = -ENOMEM;
+	map = kzalloc(struct_size(map, pages, mr->fast_npages), GFP_KERNEL);
+	if (!map)
+		goto out;
+	kref_init(&map->ref);
+	map->type = SROCE_MAP_FAST;
+	map->pd = pd;
+	map->access = access;
+	map->iova = ibmr->iova;
+	map->length = ibmr->length;
+	map->page_shift = shift;
+	map->first_offset = mr->fast_offset;
+	map->npages = mr->fast_npages;
+	memcpy(map->pages, mr->fast_pages, mr->fast_npages * sizeof(u64));
+	sroce_mr_publish(mr, map);
+	WRITE_ONCE(mr->key, key);
+	/* release: the map and key are seen before the valid state */
+	smp_store_release(&mr->state, SROCE_MEM_VALID);
+	err = 0;
+out:
+	mutex_unlock(&mr->lock);
+	return err;
+}
+
+/**
+ * sroce_mr_invalidate - IB_WR_LOCAL_INV, or a SEND_WITH_INV's IETH
+ * @sdev: the device
+ * @pd: the PD of the QP
+ * @key: the key to invalidate: a valid fast-registration MR's, in @pd
+ *
+ * Requests that already found the MR finish; later ones do not find it.
+ * Return: 0, or -EINVAL if @key names no such MR.
+ */
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+{
+	struct sroce_mr *mr;
+	int err = -EINVAL;
+
+	rcu_read_lock();
+	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	if (mr && READ_ONCE(mr->key) == key &&
+	    mr->ibmr.type == IB_MR_TYPE_MEM_REG && mr->ibmr.pd == pd &&
+	    cmpxchg(&mr->state, SROCE_MEM_VALID, SROCE_MEM_INVALID) ==
+		    SROCE_MEM_VALID)
+		err = 0;
+	rcu_read_unlock();
+	return err;
 }
 
 /*
@@ -384,8 +528,9 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 
 	rcu_read_lock();
 	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
-	if (mr && mr->ibmr.lkey == key &&
-	    READ_ONCE(mr->state) == SROCE_MEM_VALID) {
+	/* acquire: pairs with the release that made a registration valid */
+	if (mr && smp_load_acquire(&mr->state) == SROCE_MEM_VALID &&
+	    READ_ONCE(mr->key) == key) {
 		map = rcu_dereference(mr->map);
 		if (map && !kref_get_unless_zero(&map->ref))
 			map = NULL;
@@ -415,6 +560,29 @@ err_put:
 	return ERR_PTR(err);
 }
 
+/* A fast registration's pages are kernel memory, page_size each. */
+static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+			    bool to_mem)
+{
+	u64 psize = 1ULL << map->page_shift;
+	u64 off = va - map->iova + map->first_offset;
+
+	while (len) {
+		u64 in_page = off & (psize - 1);
+		u64 n = min(len, psize - in_page);
+		void *addr = (void *)(uintptr_t)
+			(map->pages[off >> map->page_shift] + in_page);
+
+		if (to_mem)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+}
+
 /**
  * sroce_map_copy - copy between a buffer and the memory a map translates
  * @map: a map from sroce_mem_get() whose range covers [va, va + len)
@@ -436,6 +604,10 @@ void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 			memcpy(addr, buf, len);
 		else
 			memcpy(buf, addr, len);
+		return;
+	}
+	if (map->type == SROCE_MAP_FAST) {
+		sroce_fast_copy(map, va, buf, len, to_mem);
 		return;
 	}
 

@@ -39,10 +39,14 @@ struct sroce_pin {
 	struct page **pages;
 };
 
+/* Pages a fast-registration MR may map (max_fast_reg_page_list_len). */
+#define SROCE_MAX_FAST_REG_PAGES 512
+
 /* What a map's addresses are. */
 enum sroce_map_type {
 	SROCE_MAP_USER,		/* pinned user memory, through @pin */
 	SROCE_MAP_DMA,		/* a kernel PD's DMA MR: every kernel address */
+	SROCE_MAP_FAST,		/* a fast registration: kernel pages, @pages */
 };
 
 /**
@@ -57,6 +61,11 @@ enum sroce_map_type {
  * @iova: the first byte's address as seen by the MR's users
  * @length: bytes
  * @pin: SROCE_MAP_USER: the pages
+ * @page_shift: SROCE_MAP_FAST: log2 of the page size
+ * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
+ * @npages: SROCE_MAP_FAST: entries of @pages
+ * @pages: SROCE_MAP_FAST: each page's kernel address (virtual DMA), the
+ *         first holding @iova
  *
  * A map never changes: ibv_rereg_mr publishes a new one (sharing the pin
  * when the translation stays) and drops the MR's reference on the old one.
@@ -70,10 +79,15 @@ struct sroce_map {
 	u64 iova;
 	u64 length;
 	struct sroce_pin *pin;
+	unsigned int page_shift;
+	unsigned int first_offset;
+	u32 npages;
+	u64 pages[];
 };
 
 enum sroce_mem_state {
 	SROCE_MEM_VALID,
+	SROCE_MEM_INVALID,	/* a fast-registration MR not registered */
 	SROCE_MEM_FREE,
 };
 
@@ -81,18 +95,30 @@ enum sroce_mem_state {
  * struct sroce_mr - a memory region
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
  * @sdev: the device whose memory table holds @ibmr.lkey
+ * @key: the key lookups match: @ibmr.lkey, or for a fast-registration MR
+ *       the key its last IB_WR_REG_MR gave it (consumers change
+ *       @ibmr.lkey/rkey before they post it)
  * @state: VALID while registered
  * @lock: serialises rereg and dereg, which replace @map
  * @map: the current translation (RCU-published, replaced as a whole)
  * @rcu: frees the MR after lookups under RCU are done with it
+ * @fast_pages: fast-registration MRs: the page list ops.map_mr_sg builds
+ * @fast_npages: its entries
+ * @fast_max: its room
+ * @fast_offset: the mapped list's offset into its first page
  */
 struct sroce_mr {
 	struct ib_mr ibmr;
 	struct sroce_dev *sdev;
+	u32 key;
 	enum sroce_mem_state state;
 	struct mutex lock; /* see above */
 	struct sroce_map __rcu *map;
 	struct rcu_head rcu;
+	u64 *fast_pages;
+	u32 fast_npages;
+	u32 fast_max;
+	unsigned int fast_offset;
 };
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -101,6 +127,13 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *pd, struct ib_udata *udata);
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
+		      struct ib_mr *ibmr, u32 key, int access);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 key, u64 va, u64 len, int access);

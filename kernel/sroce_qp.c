@@ -538,6 +538,8 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr,
 	case IB_WR_RDMA_READ:
 	case IB_WR_ATOMIC_CMP_AND_SWP:
 	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_REG_MR:
+	case IB_WR_LOCAL_INV:
 		break;
 	default:
 		return -EINVAL;
@@ -550,6 +552,23 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr,
 	wqe->opcode = wr->opcode;
 	wqe->send_flags = wr->send_flags & (IB_SEND_FENCE | IB_SEND_SIGNALED |
 					    IB_SEND_SOLICITED | IB_SEND_INLINE);
+	/*
+	 * Local operations. The ring is kernel memory, so a REG_MR WQE may
+	 * carry the MR's address; the requester takes such WQEs from kernel
+	 * QPs only.
+	 */
+	if (wr->opcode == IB_WR_REG_MR) {
+		const struct ib_reg_wr *reg = reg_wr(wr);
+
+		wqe->wr.rdma.remote_addr = (uintptr_t)reg->mr;
+		wqe->wr.rdma.rkey = reg->key;
+		wqe->ex = reg->access;
+		return 0;
+	}
+	if (wr->opcode == IB_WR_LOCAL_INV) {
+		wqe->ex = wr->ex.invalidate_rkey;
+		return 0;
+	}
 	if (wr->opcode == IB_WR_SEND_WITH_IMM ||
 	    wr->opcode == IB_WR_RDMA_WRITE_WITH_IMM)
 		wqe->ex = (__force u32)wr->ex.imm_data;

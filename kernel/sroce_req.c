@@ -42,6 +42,12 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 	}
 }
 
+/* Local operations of kernel consumers: no packet, done when executed. */
+static bool sroce_wr_is_local(u32 opcode)
+{
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
+}
+
 static bool sroce_wr_is_rd_atomic(u32 opcode)
 {
 	return opcode == IB_UVERBS_WR_RDMA_READ ||
@@ -62,6 +68,12 @@ static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
 	u64 total = 0;
 	u32 i;
 
+	/* A user ring's WQE never names kernel objects. */
+	if (sroce_wr_is_local(wqe->opcode)) {
+		*len = 0;
+		return qp->sq.mmap || sroce_qp_is_ud(qp) ?
+			       IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
+	}
 	if (!sroce_wr_allowed(qp->ibqp.qp_type, wqe->opcode))
 		return IB_WC_LOC_QP_OP_ERR;
 	/* An atomic write's 8 bytes are in the WQE itself. */
@@ -364,6 +376,37 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	return 0;
 }
 
+/*
+ * Execute local WQE @idx (REG_MR, LOCAL_INV) in order with the sends. It
+ * takes no PSN: its last_psn is the previous packet's, so the ACK that
+ * completes the WQEs before it completes it too.
+ */
+static int sroce_req_local(struct sroce_qp *qp, u32 idx)
+{
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
+	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
+	int err;
+
+	if (wqe->opcode == IB_WR_REG_MR)
+		err = sroce_mr_fast_reg(sdev, qp->ibqp.pd,
+					(struct ib_mr *)(uintptr_t)
+						wqe->wr.rdma.remote_addr,
+					wqe->wr.rdma.rkey, wqe->ex);
+	else
+		err = sroce_mr_invalidate(sdev, qp->ibqp.pd, wqe->ex);
+	if (err) {
+		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);
+		return err;
+	}
+	sw->first_psn = (qp->req.psn - 1) & SROCE_PSN_MASK;
+	sw->last_psn = sw->first_psn;
+	sw->done = 1;
+	qp->req.next = idx + 1;
+	sroce_comp_local_done(qp);
+	return 0;
+}
+
 /**
  * sroce_req_run - send what the SQ holds, as far as the QP may
  * @qp: the QP, in RTS, with its lock held
@@ -396,9 +439,13 @@ void sroce_req_run(struct sroce_qp *qp)
 			queue_work(sroce_wq, &qp->work);
 			break;
 		}
-		if (sroce_qp_is_ud(qp) ? sroce_req_ud(qp, idx) :
-						    sroce_req_packet(qp, idx))
+		if (sroce_wr_is_local(wqe->opcode)) {
+			if (sroce_req_local(qp, idx))
+				break;
+		} else if (sroce_qp_is_ud(qp) ? sroce_req_ud(qp, idx) :
+						       sroce_req_packet(qp, idx)) {
 			break;
+		}
 		if (!sroce_qp_is_reliable(qp))
 			sroce_comp_send_done(qp);
 	}

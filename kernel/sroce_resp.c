@@ -248,6 +248,17 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 	} else if (flags & SROCE_OP_INV) {
 		ex = be32_to_cpu(*(__be32 *)sroce_pkt_hdr(skb, SROCE_OP_INV));
 		wc_flags |= SROCE_WC_WITH_INV;
+		/*
+		 * Invalidate the key, which must name a valid fast-registration
+		 * MR of the QP's PD; otherwise an invalid request (the receive
+		 * fails, the QP goes to error).
+		 */
+		if (sroce_mr_invalidate(to_sdev(qp->ibqp.device),
+					sroce_resp_pd(qp), ex)) {
+			sroce_resp_complete(qp, IB_WC_LOC_QP_OP_ERR, IB_WC_RECV,
+					    0, 0, 0, false);
+			return SROCE_RESP_NAK_INV;
+		}
 	}
 	sroce_resp_complete(qp, IB_WC_SUCCESS, IB_WC_RECV,
 			    qp->resp.offset, ex, wc_flags,
