@@ -139,8 +139,9 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 
 	if (!length || length > SROCE_MAX_MR_SIZE)
 		return -EINVAL;
-	if (check_add_overflow(start, length, &end) ||
-	    check_add_overflow(iova, length, &end))
+	/* Inclusive ends: an iova range may end at 2^64 - 1. */
+	if (check_add_overflow(start, length - 1, &end) ||
+	    check_add_overflow(iova, length - 1, &end))
 		return -EINVAL;
 	/* Windows and on-demand paging come later. */
 	if (access & (IB_ACCESS_MW_BIND | IB_ACCESS_ON_DEMAND))
@@ -523,7 +524,7 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 {
 	struct sroce_map *map = NULL;
 	struct sroce_mr *mr;
-	u64 end, map_end;
+	u64 last, map_last;
 	int err;
 
 	rcu_read_lock();
@@ -545,13 +546,15 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	err = -EACCES;
 	if ((map->access & access) != access)
 		goto err_put;
+	/* Inclusive ends, so that a range may end at 2^64 - 1. */
 	err = -ERANGE;
-	if (check_add_overflow(va, len, &end))
+	if (len && check_add_overflow(va, len - 1, &last))
 		goto err_put;
 	if (map->type == SROCE_MAP_DMA)
 		return map;
-	if (check_add_overflow(map->iova, map->length, &map_end) ||
-	    (len && (va < map->iova || end > map_end)))
+	if (len && (!map->length ||
+		    check_add_overflow(map->iova, map->length - 1, &map_last) ||
+		    va < map->iova || last > map_last))
 		goto err_put;
 	return map;
 

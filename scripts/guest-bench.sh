@@ -48,6 +48,11 @@ for r in $(seq "$rounds"); do
 		done
 		run write_lat_8 ib_write_lat -s 8 -n 500
 		run send_lat_8 ib_send_lat -s 8 -n 500
+		# Memory registration (ops/s).
+		timeout 600 tests/bin/sroce-mrbench "$dev" 2>/dev/null |
+			while read -r name v; do
+				echo "$kind $name $v" >> "$res"
+			done
 	done
 done
 remove_all_links
@@ -71,7 +76,16 @@ for n in names:
     r = statistics.median(d.get((n, 'rxe'), [0])) if d.get((n, 'rxe')) else 0
     s = statistics.median(d.get((n, 'sroce'), [0])) if d.get((n, 'sroce')) else 0
     ratio = s / r if r else float('nan')
-    unit = 'usec' if 'lat' in n else 'MB/s'
+    unit = 'usec' if 'lat' in n else 'ops/s' if 'reg' in n else 'MB/s'
     print(f"{n:18} {r:10.2f} {s:10.2f} {ratio:10.2f}  ({unit}, median of {len(d.get((n,'sroce'),[]))})")
+# rereg against dereg + reg of the same MR, sroce only (rxe has no rereg).
+def med(n):
+    v = d.get((n, 'sroce'))
+    return statistics.median(v) if v else float('nan')
+print()
+for a, b in (('rereg_access_1G', 'reg_dereg_1073741824'),
+             ('rereg_pd_1G', 'reg_dereg_1073741824'),
+             ('rereg_trans_256M', 'dereg_reg_256M')):
+    print(f"sroce {a} / {b}: {med(a) / med(b):.1f}x")
 PY
 cat /tmp/out/table
