@@ -49,6 +49,38 @@
 #define SROCE_VENDOR_PART_ID	0x0001
 #define SROCE_HW_VER		1
 
+/*
+ * Port counters ("rdma statistic show link DEV/1"); names in sroce_verbs.c.
+ * Packets and bytes count the RoCEv2 payload, headers excluded.
+ */
+enum sroce_counter {
+	SROCE_CNT_SENT_PKTS,
+	SROCE_CNT_SENT_BYTES,
+	SROCE_CNT_RCVD_PKTS,
+	SROCE_CNT_RCVD_BYTES,
+	SROCE_CNT_RETRANSMITS,		/* go-back resends (NAK, timeout, RNR) */
+	SROCE_CNT_TIMEOUTS,		/* transport timer expiries */
+	SROCE_CNT_RETRY_EXCEEDED,
+	SROCE_CNT_RNR_RETRY_EXCEEDED,
+	SROCE_CNT_DUP_REQ,		/* duplicate requests answered */
+	SROCE_CNT_OUT_OF_SEQ_REQ,	/* requests ahead of the expected PSN */
+	SROCE_CNT_NAK_SEQ_SENT,
+	SROCE_CNT_NAK_INV_SENT,
+	SROCE_CNT_NAK_ACCESS_SENT,
+	SROCE_CNT_NAK_OP_SENT,
+	SROCE_CNT_RNR_NAK_SENT,
+	SROCE_CNT_NAK_SEQ_RCVD,
+	SROCE_CNT_NAK_INV_RCVD,
+	SROCE_CNT_NAK_ACCESS_RCVD,
+	SROCE_CNT_NAK_OP_RCVD,
+	SROCE_CNT_RNR_NAK_RCVD,
+	SROCE_CNT_ICRC_ERR,		/* dropped: bad ICRC */
+	SROCE_CNT_DROP_MALFORMED,	/* dropped: opcode, header or length */
+	SROCE_CNT_DROP_NO_QP,		/* dropped: no such QP */
+	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
+	SROCE_NUM_COUNTERS,
+};
+
 /**
  * struct sroce_dev - one sroce device, bound to one net_device
  * @ibdev: the ib_device; must be first (ib_alloc_device)
@@ -100,7 +132,19 @@ struct sroce_dev {
 	u32 ah_next;
 	struct xarray srq_xa;
 	u32 srq_next;
+	atomic64_t counters[SROCE_NUM_COUNTERS];
 };
+
+static inline void sroce_count_add(struct sroce_dev *sdev,
+				   enum sroce_counter c, u64 n)
+{
+	atomic64_add(n, &sdev->counters[c]);
+}
+
+static inline void sroce_count(struct sroce_dev *sdev, enum sroce_counter c)
+{
+	atomic64_inc(&sdev->counters[c]);
+}
 
 struct sroce_ucontext {
 	struct ib_ucontext ibuc;

@@ -175,6 +175,7 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		qp->swqe[j & mask].done = 0;
 	}
 	if (idx != qp->req.next || qp->req.sent) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RETRANSMITS);
 		qp->req.next = idx;
 		qp->req.psn = qp->swqe[idx & mask].first_psn;
 		qp->req.sent = 0;
@@ -199,7 +200,10 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 
 	if (qp->attr.qp_state != IB_QPS_RTS || !sroce_outstanding(qp))
 		return;
+	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_TIMEOUTS);
 	if (!qp->req.retries) {
+		sroce_count(to_sdev(qp->ibqp.device),
+			    SROCE_CNT_RETRY_EXCEEDED);
 		sroce_comp_fail(qp, IB_WC_RETRY_EXC_ERR);
 		return;
 	}
@@ -211,9 +215,13 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 
 static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
 {
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+
+	sroce_count(sdev, SROCE_CNT_RNR_NAK_RCVD);
 	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->req.rnr_retries) {
+			sroce_count(sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
 			sroce_comp_fail(qp, IB_WC_RNR_RETRY_EXC_ERR);
 			return;
 		}
@@ -227,6 +235,7 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
 
 static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 {
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_aeth *aeth = sroce_pkt_hdr(skb, SROCE_OP_AETH);
 	u32 smsn = be32_to_cpu(aeth->smsn);
 	u8 syndrome = smsn >> 24;
@@ -248,19 +257,24 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
 	switch (syndrome & 0x1f) {
 	case SROCE_NAK_PSN_SEQ:
+		sroce_count(sdev, SROCE_CNT_NAK_SEQ_RCVD);
 		if (qp->req.retries-- == 0) {
+			sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED);
 			sroce_comp_fail(qp, IB_WC_RETRY_EXC_ERR);
 			return;
 		}
 		sroce_go_back(qp, psn);
 		return;
 	case SROCE_NAK_INVALID_REQ:
+		sroce_count(sdev, SROCE_CNT_NAK_INV_RCVD);
 		sroce_comp_fail(qp, IB_WC_REM_INV_REQ_ERR);
 		return;
 	case SROCE_NAK_REM_ACCESS:
+		sroce_count(sdev, SROCE_CNT_NAK_ACCESS_RCVD);
 		sroce_comp_fail(qp, IB_WC_REM_ACCESS_ERR);
 		return;
 	default:
+		sroce_count(sdev, SROCE_CNT_NAK_OP_RCVD);
 		sroce_comp_fail(qp, IB_WC_REM_OP_ERR);
 		return;
 	}

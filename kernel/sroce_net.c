@@ -61,6 +61,7 @@ static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	enum sroce_counter why = SROCE_CNT_DROP_MALFORMED;
 	const struct sroce_opinfo *info;
 	struct sroce_bth *bth;
 	unsigned int pad, len;
@@ -80,8 +81,10 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		goto drop;
 	if (check_icrc) {
 		memcpy(&icrc, skb->data + len - SROCE_ICRC_LEN, sizeof(icrc));
-		if (icrc != sroce_icrc(skb))
+		if (icrc != sroce_icrc(skb)) {
+			why = SROCE_CNT_ICRC_ERR;
 			goto drop;
+		}
 	}
 
 	pkt->opcode = bth->opcode;
@@ -94,18 +97,25 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		if (bth->opcode != SROCE_UD_SEND_ONLY &&
 		    bth->opcode != SROCE_UD_SEND_ONLY_IMM)
 			goto drop;
+		sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
+		sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 		sroce_pkt_dgid(skb, &dgid);
 		sroce_mcast_rcv(sdev, skb, &dgid);
 		return;
 	}
 	pkt->qp = sroce_qp_get(sdev, be32_to_cpu(bth->qpn) & SROCE_QPN_MASK);
-	if (!pkt->qp)
+	if (!pkt->qp) {
+		why = SROCE_CNT_DROP_NO_QP;
 		goto drop;
+	}
+	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
+	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 
 	skb_queue_tail(&pkt->qp->rx_queue, skb);
 	queue_work(sroce_wq, &pkt->qp->work);
 	return;
 drop:
+	sroce_count(sdev, why);
 	kfree_skb(skb);
 }
 
@@ -341,6 +351,8 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	__le32 icrc;
 	int err;
 
+	sroce_count(sdev, SROCE_CNT_SENT_PKTS);
+	sroce_count_add(sdev, SROCE_CNT_SENT_BYTES, SROCE_PKT(skb)->paylen);
 	sroce_push_udp(skb, sport);
 	if (av->net_type == RDMA_NETWORK_IPV4)
 		sroce_push_ip4(skb, av);

@@ -55,11 +55,31 @@ static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
 	aeth->smsn = cpu_to_be32((u32)syndrome << 24 | (msn & 0xffffff));
 }
 
+/* Counts a NAK this responder sends (an ACK counts nothing). */
+static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
+{
+	static const enum sroce_counter naks[] = {
+		[SROCE_NAK_PSN_SEQ] = SROCE_CNT_NAK_SEQ_SENT,
+		[SROCE_NAK_INVALID_REQ] = SROCE_CNT_NAK_INV_SENT,
+		[SROCE_NAK_REM_ACCESS] = SROCE_CNT_NAK_ACCESS_SENT,
+		[SROCE_NAK_REM_OP] = SROCE_CNT_NAK_OP_SENT,
+	};
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+	u8 code = syndrome & 0x1f;
+
+	if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_RNR_NAK)
+		sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT);
+	else if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_NAK &&
+		 code < ARRAY_SIZE(naks))
+		sroce_count(sdev, naks[code]);
+}
+
 /* An ACK or NAK for @psn. */
 static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ACK, psn, 0);
 
+	sroce_resp_count_nak(qp, syndrome);
 	if (!skb)
 		return;
 	sroce_set_aeth(skb, syndrome, qp->resp.msn);
@@ -547,10 +567,14 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
  */
 static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 {
+	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
+
 	if (sroce_psn_before(SROCE_PKT(skb)->psn, qp->resp.epsn)) {
+		sroce_count(sdev, SROCE_CNT_DUP_REQ);
 		sroce_resp_duplicate(qp, skb);
 		return;
 	}
+	sroce_count(sdev, SROCE_CNT_OUT_OF_SEQ_REQ);
 	if (!qp->resp.nak_sent)
 		sroce_resp_ack(qp, qp->resp.epsn,
 			       SROCE_AETH_NAK | SROCE_NAK_PSN_SEQ);
@@ -709,10 +733,13 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	case IB_QPS_SQE:
 		break;
 	default:
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
 		return;
 	}
-	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp))
+	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp)) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
 		return;
+	}
 	if (sroce_qp_is_ud(qp)) {
 		sroce_resp_ud(qp, skb);
 		return;

@@ -230,12 +230,62 @@ static int sroce_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 	return 0;
 }
 
+static const struct rdma_stat_desc sroce_counter_descs[] = {
+	[SROCE_CNT_SENT_PKTS].name = "sent_pkts",
+	[SROCE_CNT_SENT_BYTES].name = "sent_bytes",
+	[SROCE_CNT_RCVD_PKTS].name = "rcvd_pkts",
+	[SROCE_CNT_RCVD_BYTES].name = "rcvd_bytes",
+	[SROCE_CNT_RETRANSMITS].name = "retransmits",
+	[SROCE_CNT_TIMEOUTS].name = "local_ack_timeout",
+	[SROCE_CNT_RETRY_EXCEEDED].name = "retry_exceeded_err",
+	[SROCE_CNT_RNR_RETRY_EXCEEDED].name = "retry_rnr_exceeded_err",
+	[SROCE_CNT_DUP_REQ].name = "duplicate_request",
+	[SROCE_CNT_OUT_OF_SEQ_REQ].name = "out_of_sequence",
+	[SROCE_CNT_NAK_SEQ_SENT].name = "nak_seq_sent",
+	[SROCE_CNT_NAK_INV_SENT].name = "nak_inv_req_sent",
+	[SROCE_CNT_NAK_ACCESS_SENT].name = "nak_rem_access_sent",
+	[SROCE_CNT_NAK_OP_SENT].name = "nak_rem_op_sent",
+	[SROCE_CNT_RNR_NAK_SENT].name = "rnr_nak_sent",
+	[SROCE_CNT_NAK_SEQ_RCVD].name = "nak_seq_rcvd",
+	[SROCE_CNT_NAK_INV_RCVD].name = "nak_inv_req_rcvd",
+	[SROCE_CNT_NAK_ACCESS_RCVD].name = "nak_rem_access_rcvd",
+	[SROCE_CNT_NAK_OP_RCVD].name = "nak_rem_op_rcvd",
+	[SROCE_CNT_RNR_NAK_RCVD].name = "rnr_nak_rcvd",
+	[SROCE_CNT_ICRC_ERR].name = "drop_icrc_err",
+	[SROCE_CNT_DROP_MALFORMED].name = "drop_malformed",
+	[SROCE_CNT_DROP_NO_QP].name = "drop_no_qp",
+	[SROCE_CNT_DROP_QP_STATE].name = "drop_qp_state",
+};
+
+static struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
+						       u32 port_num)
+{
+	BUILD_BUG_ON(ARRAY_SIZE(sroce_counter_descs) != SROCE_NUM_COUNTERS);
+	return rdma_alloc_hw_stats_struct(sroce_counter_descs,
+					  SROCE_NUM_COUNTERS,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int sroce_get_hw_stats(struct ib_device *ibdev,
+			      struct rdma_hw_stats *stats, u32 port, int index)
+{
+	struct sroce_dev *sdev = to_sdev(ibdev);
+	int i;
+
+	if (port != SROCE_PORT)
+		return -EINVAL;
+	for (i = 0; i < SROCE_NUM_COUNTERS; i++)
+		stats->value[i] = atomic64_read(&sdev->counters[i]);
+	return SROCE_NUM_COUNTERS;
+}
+
 static const struct ib_device_ops sroce_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = SROCE_UVERBS_ABI_VERSION,
 
 	.alloc_mr = sroce_alloc_mr,
+	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_pd = sroce_alloc_pd,
 	.create_ah = sroce_create_ah,
 	.create_cq = sroce_create_cq,
@@ -258,6 +308,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,
+	.get_hw_stats = sroce_get_hw_stats,
 	.get_link_layer = sroce_get_link_layer,
 	.get_port_immutable = sroce_get_port_immutable,
 	.map_mr_sg = sroce_map_mr_sg,
