@@ -97,13 +97,15 @@ void sroce_map_put(struct sroce_map *map)
 	kref_put(&map->ref, sroce_map_release);
 }
 
+/* A map with room for @npages page addresses (SROCE_MAP_FAST). */
 static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 					 struct ib_pd *pd, int access,
 					 u64 iova, u64 length,
-					 struct sroce_pin *pin)
+					 struct sroce_pin *pin, u32 npages)
 {
-	struct sroce_map *map = kzalloc(sizeof(*map), GFP_KERNEL);
+	struct sroce_map *map;
 
+	map = kzalloc(struct_size(map, pages, npages), GFP_KERNEL);
 	if (!map)
 		return NULL;
 	kref_init(&map->ref);
@@ -238,7 +240,8 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	pin = sroce_pin_get(ibpd->device, start, length, access);
 	if (IS_ERR(pin))
 		return ERR_CAST(pin);
-	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin);
+	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin,
+			      0);
 	if (!map) {
 		sroce_pin_put(pin);
 		return ERR_PTR(-ENOMEM);
@@ -260,7 +263,7 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct sroce_map *map;
 
-	map = sroce_map_alloc(SROCE_MAP_DMA, ibpd, access, 0, U64_MAX, NULL);
+	map = sroce_map_alloc(SROCE_MAP_DMA, ibpd, access, 0, U64_MAX, NULL, 0);
 	if (!map)
 		return ERR_PTR(-ENOMEM);
 	return sroce_mr_create(to_sdev(ibpd->device), map);
@@ -360,15 +363,10 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 	    span > ((u64)mr->fast_npages << shift))
 		goto out;
 	err = -ENOMEM;
-	map = kzalloc(struct_size(map, pages, mr->fast_npages), GFP_KERNEL);
+	map = sroce_map_alloc(SROCE_MAP_FAST, pd, access, ibmr->iova,
+			      ibmr->length, NULL, mr->fast_npages);
 	if (!map)
 		goto out;
-	kref_init(&map->ref);
-	map->type = SROCE_MAP_FAST;
-	map->pd = pd;
-	map->access = access;
-	map->iova = ibmr->iova;
-	map->length = ibmr->length;
 	map->page_shift = shift;
 	map->first_offset = mr->fast_offset;
 	map->npages = mr->fast_npages;
@@ -481,7 +479,7 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		err = PTR_ERR(pin);
 		goto out;
 	}
-	map = sroce_map_alloc(SROCE_MAP_USER, pd, access, iova, length, pin);
+	map = sroce_map_alloc(SROCE_MAP_USER, pd, access, iova, length, pin, 0);
 	if (!map) {
 		sroce_pin_put(pin);
 		err = -ENOMEM;
