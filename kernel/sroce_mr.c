@@ -121,7 +121,7 @@ static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 /* The MR's current map; its mutex held. */
 static struct sroce_map *sroce_mr_map(struct sroce_mr *mr)
 {
-	return rcu_dereference_protected(mr->map, lockdep_is_held(&mr->lock));
+	return rcu_dereference_protected(mr->mem.map, lockdep_is_held(&mr->lock));
 }
 
 /* Make @map the MR's translation and drop the MR's reference on the old. */
@@ -129,7 +129,7 @@ static void sroce_mr_publish(struct sroce_mr *mr, struct sroce_map *map)
 {
 	struct sroce_map *old = sroce_mr_map(mr);
 
-	rcu_assign_pointer(mr->map, map);
+	rcu_assign_pointer(mr->mem.map, map);
 	if (old)
 		sroce_map_put(old);
 }
@@ -166,7 +166,8 @@ static struct sroce_mr *sroce_mr_alloc(struct sroce_dev *sdev)
 		return ERR_PTR(-ENOMEM);
 	}
 	mr->sdev = sdev;
-	mr->state = SROCE_MEM_VALID;
+	mr->mem.kind = SROCE_MEM_MR;
+	mr->mem.state = SROCE_MEM_VALID;
 	mutex_init(&mr->lock);
 	return mr;
 }
@@ -190,14 +191,14 @@ static int sroce_mr_add_key(struct sroce_mr *mr)
 	u32 index;
 	int err;
 
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mr,
+	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &mr->mem,
 			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
 			      &sdev->mem_next, GFP_KERNEL);
 	if (err < 0)
 		return err;
 	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
 	mr->ibmr.rkey = mr->ibmr.lkey;
-	mr->key = mr->ibmr.lkey;
+	mr->mem.key = mr->ibmr.lkey;
 	return 0;
 }
 
@@ -293,7 +294,7 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	mr = sroce_mr_alloc(sdev);
 	if (IS_ERR(mr))
 		return ERR_CAST(mr);
-	mr->state = SROCE_MEM_INVALID;
+	mr->mem.state = SROCE_MEM_INVALID;
 	mr->fast_max = max_num_sg;
 	mr->fast_pages = kcalloc(max_num_sg, sizeof(u64), GFP_KERNEL);
 	mr->ibmr.pd = ibpd;
@@ -349,14 +350,14 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 	int err = -EINVAL;
 
 	if (ibmr->device != &sdev->ibdev || ibmr->type != IB_MR_TYPE_MEM_REG ||
-	    ibmr->pd != pd || sroce_key_index(key) != sroce_key_index(mr->key))
+	    ibmr->pd != pd || sroce_key_index(key) != sroce_key_index(mr->mem.key))
 		return -EINVAL;
 	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < 512)
 		return -EINVAL;
 	shift = ilog2(ibmr->page_size);
 
 	mutex_lock(&mr->lock);
-	if (READ_ONCE(mr->state) != SROCE_MEM_INVALID)
+	if (READ_ONCE(mr->mem.state) != SROCE_MEM_INVALID)
 		goto out;
 	/* The list must cover the registered range. */
 	if (check_add_overflow((u64)mr->fast_offset, ibmr->length, &span) ||
@@ -372,9 +373,9 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 	map->npages = mr->fast_npages;
 	memcpy(map->pages, mr->fast_pages, mr->fast_npages * sizeof(u64));
 	sroce_mr_publish(mr, map);
-	WRITE_ONCE(mr->key, key);
+	WRITE_ONCE(mr->mem.key, key);
 	/* release: the map and key are seen before the valid state */
-	smp_store_release(&mr->state, SROCE_MEM_VALID);
+	smp_store_release(&mr->mem.state, SROCE_MEM_VALID);
 	err = 0;
 out:
 	mutex_unlock(&mr->lock);
@@ -392,14 +393,17 @@ out:
  */
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
 {
+	struct sroce_mem *mem;
 	struct sroce_mr *mr;
 	int err = -EINVAL;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
-	if (mr && READ_ONCE(mr->key) == key &&
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mr = mem && mem->kind == SROCE_MEM_MR ?
+		     container_of(mem, struct sroce_mr, mem) : NULL;
+	if (mr && READ_ONCE(mr->mem.key) == key &&
 	    mr->ibmr.type == IB_MR_TYPE_MEM_REG && mr->ibmr.pd == pd &&
-	    cmpxchg(&mr->state, SROCE_MEM_VALID, SROCE_MEM_INVALID) ==
+	    cmpxchg(&mr->mem.state, SROCE_MEM_VALID, SROCE_MEM_INVALID) ==
 		    SROCE_MEM_VALID)
 		err = 0;
 	rcu_read_unlock();
@@ -497,7 +501,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct sroce_mr *mr = to_smr(ibmr);
 
 	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
-	WRITE_ONCE(mr->state, SROCE_MEM_FREE);
+	WRITE_ONCE(mr->mem.state, SROCE_MEM_FREE);
 	sroce_mr_free(mr);
 	return 0;
 }
@@ -521,16 +525,16 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 key, u64 va, u64 len, int access)
 {
 	struct sroce_map *map = NULL;
-	struct sroce_mr *mr;
+	struct sroce_mem *mem;
 	u64 last, map_last;
 	int err;
 
 	rcu_read_lock();
-	mr = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
 	/* acquire: pairs with the release that made a registration valid */
-	if (mr && smp_load_acquire(&mr->state) == SROCE_MEM_VALID &&
-	    READ_ONCE(mr->key) == key) {
-		map = rcu_dereference(mr->map);
+	if (mem && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
+	    READ_ONCE(mem->key) == key) {
+		map = rcu_dereference(mem->map);
 		if (map && !kref_get_unless_zero(&map->ref))
 			map = NULL;
 	}

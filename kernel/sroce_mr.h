@@ -91,16 +91,38 @@ enum sroce_mem_state {
 	SROCE_MEM_FREE,
 };
 
+/* What a memory table entry is. */
+enum sroce_mem_kind {
+	SROCE_MEM_MR,
+};
+
+/**
+ * struct sroce_mem - an entry of the device's memory table (sdev->mem_xa):
+ *                    what every key names
+ * @kind: what contains it
+ * @key: the key lookups match: for an MR its lkey, or for a
+ *       fast-registration MR the key its last IB_WR_REG_MR gave it
+ *       (consumers change ibmr.lkey/rkey before they post it)
+ * @state: VALID while keys may be used
+ * @map: the current translation (RCU-published, replaced as a whole)
+ *
+ * The containing object is freed after an RCU grace period, so a lookup
+ * under rcu_read_lock() may read these fields and take a map reference.
+ */
+struct sroce_mem {
+	enum sroce_mem_kind kind;
+	u32 key;
+	enum sroce_mem_state state;
+	struct sroce_map __rcu *map;
+};
+
 /**
  * struct sroce_mr - a memory region
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
- * @sdev: the device whose memory table holds @ibmr.lkey
- * @key: the key lookups match: @ibmr.lkey, or for a fast-registration MR
- *       the key its last IB_WR_REG_MR gave it (consumers change
- *       @ibmr.lkey/rkey before they post it)
- * @state: VALID while registered
- * @lock: serialises rereg and dereg, which replace @map
- * @map: the current translation (RCU-published, replaced as a whole)
+ * @sdev: the device whose memory table holds @mem
+ * @mem: its memory table entry (key, state, map)
+ * @lock: serialises rereg, fast registration and dereg, which replace
+ *        @mem.map
  * @rcu: frees the MR after lookups under RCU are done with it
  * @fast_pages: fast-registration MRs: the page list ops.map_mr_sg builds
  * @fast_npages: its entries
@@ -110,10 +132,8 @@ enum sroce_mem_state {
 struct sroce_mr {
 	struct ib_mr ibmr;
 	struct sroce_dev *sdev;
-	u32 key;
-	enum sroce_mem_state state;
+	struct sroce_mem mem;
 	struct mutex lock; /* see above */
-	struct sroce_map __rcu *map;
 	struct rcu_head rcu;
 	u64 *fast_pages;
 	u32 fast_npages;
