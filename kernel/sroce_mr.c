@@ -114,6 +114,7 @@ static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 	map->access = access;
 	map->iova = iova;
 	map->length = length;
+	map->base = iova;
 	map->pin = pin;
 	return map;
 }
@@ -616,7 +617,7 @@ void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		return;
 	}
 
-	off = va - map->iova + pin->offset;
+	off = va - map->base + pin->offset;
 	while (len) {
 		struct page *page = pin->pages[off >> PAGE_SHIFT];
 		unsigned int in_page = offset_in_page(off);

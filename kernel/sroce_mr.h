@@ -58,8 +58,11 @@ enum sroce_map_type {
  * @type: what the addresses are
  * @pd: the PD the key is valid in
  * @access: IB_ACCESS_* granted
- * @iova: the first byte's address as seen by the MR's users
- * @length: bytes
+ * @iova: the first byte's address as seen by the key's users
+ * @length: bytes (@iova and @length bound every access)
+ * @base: the address that translates to the start of @pin's range: @iova
+ *        for an MR; for a window over part of an MR, @iova less the
+ *        window's offset into the MR
  * @pin: SROCE_MAP_USER: the pages
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
@@ -78,6 +81,7 @@ struct sroce_map {
 	int access;
 	u64 iova;
 	u64 length;
+	u64 base;
 	struct sroce_pin *pin;
 	unsigned int page_shift;
 	unsigned int first_offset;
