@@ -39,6 +39,7 @@
 #define SROCE_MAX_QPN		0xffffff
 #define SROCE_MAX_MSG_SIZE	0x80000000U
 #define SROCE_MAX_MR		0x100000
+#define SROCE_MAX_MW		0x100000
 #define SROCE_MAX_AH		0x10000
 #define SROCE_MAX_SRQ		0x4000
 #define SROCE_MAX_MCAST_GRP	0x2000
@@ -92,6 +93,7 @@ enum sroce_counter {
  * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
  * @num_cq: CQs allocated on this device (bounded by SROCE_MAX_CQ)
  * @num_mr: MRs registered on this device (bounded by SROCE_MAX_MR)
+ * @num_mw: memory windows on this device (bounded by SROCE_MAX_MW)
  * @num_qp: QPs on this device (bounded by SROCE_MAX_QP)
  * @qp_xa: QP number -> struct sroce_qp (own xa_lock)
  * @qp_next: next QP number to try, so that numbers are used round-robin
@@ -118,6 +120,7 @@ struct sroce_dev {
 	atomic_t num_pd;
 	atomic_t num_cq;
 	atomic_t num_mr;
+	atomic_t num_mw;
 	struct xarray mem_xa;
 	u32 mem_next;
 	atomic_t num_qp;

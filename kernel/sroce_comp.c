@@ -30,6 +30,8 @@ static u32 sroce_wc_opcode(u32 wr_opcode)
 		return IB_WC_REG_MR;
 	case IB_WR_LOCAL_INV:
 		return IB_WC_LOCAL_INV;
+	case IB_UVERBS_WR_BIND_MW:
+		return IB_WC_BIND_MW;
 	default:
 		return IB_UVERBS_WC_SEND;
 	}
@@ -153,7 +155,8 @@ void sroce_comp_local_done(struct sroce_qp *qp)
 	struct sroce_swqe *sw;
 
 	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
-	       (wqe->opcode == IB_WR_REG_MR || wqe->opcode == IB_WR_LOCAL_INV))
+	       (wqe->opcode == IB_WR_REG_MR || wqe->opcode == IB_WR_LOCAL_INV ||
+		wqe->opcode == IB_UVERBS_WR_BIND_MW))
 		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
 }
 

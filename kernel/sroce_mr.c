@@ -119,6 +119,32 @@ static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 	return map;
 }
 
+/**
+ * sroce_map_window - a window's view of part of an MR's map
+ * @mr_map: the MR's user map, covering [addr, addr + length)
+ * @pd: the window's PD
+ * @access: what the window grants
+ * @iova: where the window's first byte is seen (0 when zero-based)
+ * @addr: where in the MR's address space the window starts
+ * @length: bytes
+ *
+ * Return: the map, sharing the MR's pinned pages, or NULL.
+ */
+struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
+				   struct ib_pd *pd, int access, u64 iova,
+				   u64 addr, u64 length)
+{
+	struct sroce_map *map;
+
+	map = sroce_map_alloc(SROCE_MAP_USER, pd, access, iova, length,
+			      mr_map->pin, 0);
+	if (!map)
+		return NULL;
+	kref_get(&mr_map->pin->ref);
+	map->base = iova - addr + mr_map->base;
+	return map;
+}
+
 /* The MR's current map; its mutex held. */
 static struct sroce_map *sroce_mr_map(struct sroce_mr *mr)
 {
@@ -146,8 +172,8 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 	if (check_add_overflow(start, length - 1, &end) ||
 	    check_add_overflow(iova, length - 1, &end))
 		return -EINVAL;
-	/* Windows and on-demand paging come later. */
-	if (access & (IB_ACCESS_MW_BIND | IB_ACCESS_ON_DEMAND))
+	/* On-demand paging comes later. */
+	if (access & IB_ACCESS_ON_DEMAND)
 		return -EOPNOTSUPP;
 	return 0;
 }
@@ -387,7 +413,8 @@ out:
  * sroce_mr_invalidate - IB_WR_LOCAL_INV, or a SEND_WITH_INV's IETH
  * @sdev: the device
  * @pd: the PD of the QP
- * @key: the key to invalidate: a valid fast-registration MR's, in @pd
+ * @key: the key to invalidate: a valid fast-registration MR's or a bound
+ *       type 2 window's, in @pd
  *
  * Requests that already found the MR finish; later ones do not find it.
  * Return: 0, or -EINVAL if @key names no such MR.
@@ -400,6 +427,10 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
 
 	rcu_read_lock();
 	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	if (mem && mem->kind == SROCE_MEM_MW) {
+		rcu_read_unlock();
+		return sroce_mw_invalidate(sdev, pd, key);
+	}
 	mr = mem && mem->kind == SROCE_MEM_MR ?
 		     container_of(mem, struct sroce_mr, mem) : NULL;
 	if (mr && READ_ONCE(mr->mem.key) == key &&
@@ -460,6 +491,9 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 
 	mutex_lock(&mr->lock);
 	old = sroce_mr_map(mr);
+	err = -EBUSY;
+	if (atomic_read(&mr->num_mw))
+		goto out;
 	err = -EINVAL;
 	if (old->type != SROCE_MAP_USER)
 		goto out;
@@ -501,16 +535,37 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_mr *mr = to_smr(ibmr);
 
+	/* Not while windows are bound to it; none can bind from now on. */
+	if (atomic_cmpxchg(&mr->num_mw, 0, -1) != 0)
+		return -EBUSY;
+
 	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
 	WRITE_ONCE(mr->mem.state, SROCE_MEM_FREE);
 	sroce_mr_free(mr);
 	return 0;
 }
 
+/*
+ * Windows are for remote access only (not lkeys), and a type 2 window only
+ * through the QP it was bound by.
+ */
+static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
+{
+	struct sroce_mw_ent *ent;
+	u32 bound;
+
+	if (mem->kind != SROCE_MEM_MW)
+		return true;
+	ent = container_of(mem, struct sroce_mw_ent, mem);
+	bound = READ_ONCE(ent->qpn);
+	return qpn && (!bound || bound == qpn);
+}
+
 /**
  * sroce_mem_get - resolve a key for an access; every lkey and rkey goes here
  * @sdev: the device
  * @pd: the PD the access is made in
+ * @qpn: for an rkey, the QP the request came in through; 0 for an lkey
  * @key: the lkey or rkey
  * @va: the first byte accessed
  * @len: bytes accessed (0 checks only the key, PD and access)
@@ -523,7 +578,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * outside the MR (computed without overflow).
  */
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
-				u32 key, u64 va, u64 len, int access)
+				u32 qpn, u32 key, u64 va, u64 len, int access)
 {
 	struct sroce_map *map = NULL;
 	struct sroce_mem *mem;
@@ -534,7 +589,7 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
 	/* acquire: pairs with the release that made a registration valid */
 	if (mem && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
-	    READ_ONCE(mem->key) == key) {
+	    READ_ONCE(mem->key) == key && sroce_mem_reachable(mem, qpn)) {
 		map = rcu_dereference(mem->map);
 		if (map && !kref_get_unless_zero(&map->ref))
 			map = NULL;

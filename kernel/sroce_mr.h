@@ -98,6 +98,7 @@ enum sroce_mem_state {
 /* What a memory table entry is. */
 enum sroce_mem_kind {
 	SROCE_MEM_MR,
+	SROCE_MEM_MW,
 };
 
 /**
@@ -132,6 +133,8 @@ struct sroce_mem {
  * @fast_npages: its entries
  * @fast_max: its room
  * @fast_offset: the mapped list's offset into its first page
+ * @num_mw: windows bound to it (it cannot be deregistered or re-registered
+ *          while there are any)
  */
 struct sroce_mr {
 	struct ib_mr ibmr;
@@ -143,6 +146,44 @@ struct sroce_mr {
 	u32 fast_npages;
 	u32 fast_max;
 	unsigned int fast_offset;
+	atomic_t num_mw;
+};
+
+/**
+ * struct sroce_mw_ent - a memory window's table entry
+ * @mem: key, state (VALID while bound), map (a view of the bound MR)
+ * @lock: serialises bind, invalidation and deallocation
+ * @type: IB_MW_TYPE_1 or IB_MW_TYPE_2
+ * @pd: the window's PD
+ * @qpn: type 2 while bound: the only QP its key works through
+ * @mr: the MR it is bound to, or NULL
+ * @rcu: lookups under RCU may still read the entry after deallocation
+ *
+ * Apart from struct ib_mw, which ib_core frees without an RCU grace period.
+ */
+struct sroce_mw_ent {
+	struct sroce_mem mem;
+	spinlock_t lock; /* see above */
+	enum ib_mw_type type;
+	struct ib_pd *pd;
+	u32 qpn;
+	struct sroce_mr *mr;
+	struct rcu_head rcu;
+};
+
+struct sroce_mw {
+	struct ib_mw ibmw;
+	struct sroce_mw_ent *ent;
+};
+
+/* A window bind, as a send WQE carries it. */
+struct sroce_bind {
+	u32 mw_key;	/* a key of the window (its index counts) */
+	u32 new_key;	/* same index, the consumer's new tag */
+	u32 mr_lkey;
+	int access;	/* remote access bits, IB_ZERO_BASED */
+	u64 addr;
+	u64 length;
 };
 
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
@@ -160,7 +201,15 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
-				u32 key, u64 va, u64 len, int access);
+				u32 qpn, u32 key, u64 va, u64 len, int access);
+struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
+				   struct ib_pd *pd, int access, u64 iova,
+				   u64 addr, u64 length);
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int sroce_dealloc_mw(struct ib_mw *ibmw);
+int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+		  const struct sroce_bind *b);
 void sroce_map_put(struct sroce_map *map);
 void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		    bool to_mem);

@@ -744,7 +744,7 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 			continue;
 		}
 		n = min(slen - offset, len);
-		map = sroce_mem_get(sdev, pd, sge[i].lkey,
+		map = sroce_mem_get(sdev, pd, 0, sge[i].lkey,
 				    sge[i].addr + offset, n,
 				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
 		if (IS_ERR(map))

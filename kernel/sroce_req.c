@@ -42,10 +42,11 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 	}
 }
 
-/* Local operations of kernel consumers: no packet, done when executed. */
+/* Local operations: no packet, done when executed. */
 static bool sroce_wr_is_local(u32 opcode)
 {
-	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV;
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_UVERBS_WR_BIND_MW;
 }
 
 static bool sroce_wr_is_rd_atomic(u32 opcode)
@@ -68,11 +69,14 @@ static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
 	u64 total = 0;
 	u32 i;
 
-	/* A user ring's WQE never names kernel objects. */
+	/*
+	 * A user ring's WQE never names a kernel object (REG_MR carries an
+	 * MR's address); binds and invalidations name keys only.
+	 */
 	if (sroce_wr_is_local(wqe->opcode)) {
 		*len = 0;
-		return qp->sq.mmap || sroce_qp_is_ud(qp) ?
-			       IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
+		return (qp->sq.mmap && wqe->opcode == IB_WR_REG_MR) ||
+		       sroce_qp_is_ud(qp) ? IB_WC_LOC_QP_OP_ERR : IB_WC_SUCCESS;
 	}
 	if (!sroce_wr_allowed(qp->ibqp.qp_type, wqe->opcode))
 		return IB_WC_LOC_QP_OP_ERR;
@@ -388,13 +392,29 @@ static int sroce_req_local(struct sroce_qp *qp, u32 idx)
 	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
 	int err;
 
-	if (wqe->opcode == IB_WR_REG_MR)
+	if (wqe->opcode == IB_WR_REG_MR) {
 		err = sroce_mr_fast_reg(sdev, qp->ibqp.pd,
 					(struct ib_mr *)(uintptr_t)
 						wqe->wr.rdma.remote_addr,
 					wqe->wr.rdma.rkey, wqe->ex);
-	else
+	} else if (wqe->opcode == IB_UVERBS_WR_BIND_MW) {
+		struct sroce_bind b = {
+			.mw_key = wqe->wr.bind.mw_key,
+			.new_key = wqe->ex,
+			.mr_lkey = wqe->wr.bind.mr_lkey,
+			.access = wqe->wr.bind.access,
+			.addr = wqe->wr.bind.addr,
+			.length = wqe->wr.bind.length,
+		};
+
+		err = sroce_mw_bind(sdev, qp->ibqp.pd, qp->ibqp.qp_num, &b);
+		if (err) {
+			sroce_req_fail(qp, idx, IB_WC_MW_BIND_ERR);
+			return err;
+		}
+	} else {
 		err = sroce_mr_invalidate(sdev, qp->ibqp.pd, wqe->ex);
+	}
 	if (err) {
 		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);
 		return err;

@@ -118,8 +118,8 @@ static int sroce_resp_copy_sges(struct sroce_qp *qp,
 static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
 					   u64 va, u64 len, int access)
 {
-	return sroce_mem_get(to_sdev(qp->ibqp.device), sroce_resp_pd(qp), rkey,
-			    va, len, access);
+	return sroce_mem_get(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
+			     qp->ibqp.qp_num, rkey, va, len, access);
 }
 
 /* Take the next receive WQE (RQ or SRQ) into resp.rwqe. */

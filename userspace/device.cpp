@@ -47,10 +47,12 @@ void free_context(ibv_context *ibctx) noexcept
 }
 
 const verbs_context_ops context_ops = {
+	.alloc_mw = alloc_mw,
 	.alloc_parent_domain = alloc_parent_domain,
 	.alloc_pd = alloc_pd,
 	.alloc_td = alloc_td,
 	.attach_mcast = ibv_cmd_attach_mcast,
+	.bind_mw = bind_mw,
 	.close_xrcd = close_xrcd,
 	.create_ah = create_ah,
 	.create_cq = create_cq,
@@ -59,6 +61,7 @@ const verbs_context_ops context_ops = {
 	.create_qp_ex = create_qp_ex,
 	.create_srq = create_srq,
 	.create_srq_ex = create_srq_ex,
+	.dealloc_mw = dealloc_mw,
 	.dealloc_pd = dealloc_pd,
 	.dealloc_td = dealloc_td,
 	.dereg_mr = dereg_mr,

@@ -259,4 +259,33 @@ void unimport_mr(ibv_mr *ibmr) noexcept
 	delete reinterpret_cast<verbs_mr *>(ibmr);
 }
 
+// Memory windows: the kernel object and its key; binding is a WQE.
+ibv_mw *alloc_mw(ibv_pd *ibpd, ibv_mw_type type) noexcept
+{
+	auto *mw = new (std::nothrow) ibv_mw{};
+	if (!mw) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	struct ibv_alloc_mw cmd{};
+	ib_uverbs_alloc_mw_resp resp{};
+	int ret = ibv_cmd_alloc_mw(ibpd, type, mw, &cmd, sizeof(cmd), &resp,
+				   sizeof(resp));
+	if (ret) {
+		delete mw;
+		errno = ret;
+		return nullptr;
+	}
+	return mw;
+}
+
+int dealloc_mw(ibv_mw *mw) noexcept
+{
+	int ret = ibv_cmd_dealloc_mw(mw);
+	if (ret)
+		return ret;
+	delete mw;
+	return 0;
+}
+
 } // namespace sroce

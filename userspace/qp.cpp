@@ -113,6 +113,10 @@ bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode)
 	case IBV_WR_SEND_WITH_INV:
 	case IBV_WR_ATOMIC_WRITE: // only through ibv_wr_atomic_write()
 		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
+	case IBV_WR_BIND_MW:
+	case IBV_WR_LOCAL_INV:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC ||
+		       type == IBV_QPT_XRC_SEND;
 	default:
 		return false;
 	}
@@ -192,6 +196,18 @@ void wqe_set_ud(sroce_send_wqe *wqe, ibv_ah *ibah, uint32_t remote_qpn,
 	wqe->wr.ud.remote_qkey = remote_qkey;
 }
 
+// A window bind: the window, its new key and what it covers.
+void wqe_set_bind(sroce_send_wqe *wqe, const ibv_mw *mw, uint32_t new_key,
+		  const ibv_mw_bind_info &info) noexcept
+{
+	wqe->ex = new_key;
+	wqe->wr.bind.mw_key = mw->rkey;
+	wqe->wr.bind.mr_lkey = info.mr ? info.mr->lkey : 0;
+	wqe->wr.bind.addr = info.addr;
+	wqe->wr.bind.length = info.mr ? info.length : 0;
+	wqe->wr.bind.access = info.mw_access_flags;
+}
+
 // One ibv_send_wr into a WQE. Return: 0 or the errno to report.
 int write_send_wr(qp *q, const ibv_send_wr *wr) noexcept
 {
@@ -212,6 +228,17 @@ int write_send_wr(qp *q, const ibv_send_wr *wr) noexcept
 
 	sroce_send_wqe *wqe = wqe_begin(q, wr->opcode, wr->wr_id,
 					wr->send_flags);
+	if (wr->opcode == IBV_WR_BIND_MW) {
+		if (!wr->bind_mw.mw || wr->bind_mw.mw->type != IBV_MW_TYPE_2)
+			return EINVAL;
+		wqe_set_bind(wqe, wr->bind_mw.mw, wr->bind_mw.rkey,
+			     wr->bind_mw.bind_info);
+		return 0;
+	}
+	if (wr->opcode == IBV_WR_LOCAL_INV) {
+		wqe->ex = wr->invalidate_rkey;
+		return 0;
+	}
 	wqe->ex = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey :
 						       wr->imm_data;
 	switch (wr->opcode) {
@@ -404,6 +431,23 @@ void ex_atomic_write(ibv_qp_ex *x, uint32_t rkey, uint64_t addr,
 	}
 }
 
+void ex_bind_mw(ibv_qp_ex *x, ibv_mw *mw, uint32_t rkey,
+		const ibv_mw_bind_info *info) noexcept
+{
+	if (!mw || mw->type != IBV_MW_TYPE_2) {
+		ex_fail(x, EINVAL);
+		return;
+	}
+	if (sroce_send_wqe *w = ex_new(x, IBV_WR_BIND_MW))
+		wqe_set_bind(w, mw, rkey, *info);
+}
+
+void ex_local_inv(ibv_qp_ex *x, uint32_t rkey) noexcept
+{
+	if (sroce_send_wqe *w = ex_new(x, IBV_WR_LOCAL_INV))
+		w->ex = rkey;
+}
+
 void ex_set_ud_addr(ibv_qp_ex *x, ibv_ah *ibah, uint32_t remote_qpn,
 		    uint32_t remote_qkey) noexcept
 {
@@ -465,7 +509,8 @@ uint64_t supported_send_ops(ibv_qp_type type)
 	if (type == IBV_QPT_RC || type == IBV_QPT_UC ||
 	    type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_WRITE |
-		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+		       IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+		       IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV;
 	if (type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND)
 		ops |= IBV_QP_EX_WITH_RDMA_READ |
 		       IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
@@ -491,6 +536,8 @@ void set_ex_ops(qp *q)
 	x.wr_atomic_cmp_swp = ex_cmp_swp;
 	x.wr_atomic_fetch_add = ex_fetch_add;
 	x.wr_atomic_write = ex_atomic_write;
+	x.wr_bind_mw = ex_bind_mw;
+	x.wr_local_inv = ex_local_inv;
 	x.wr_set_ud_addr = ex_set_ud_addr;
 	x.wr_set_xrc_srqn = ex_set_xrc_srqn;
 	x.wr_set_sge = ex_set_sge;
@@ -603,6 +650,43 @@ ibv_qp *create_qp_ex(ibv_context *ibctx, ibv_qp_init_attr_ex *attr) noexcept
 		set_ex_ops(q);
 	}
 	return &q->vqp.qp;
+}
+
+// ibv_bind_mw(): a type 1 window bound (length 0: unbound) by a WQE on
+// @ibqp; the window's new key is its key with the next tag.
+int bind_mw(ibv_qp *ibqp, ibv_mw *mw, ibv_mw_bind *mw_bind) noexcept
+{
+	qp *q = to_qp(ibqp);
+	const ibv_mw_bind_info &info = mw_bind->bind_info;
+
+	if (mw->type != IBV_MW_TYPE_1 ||
+	    (info.mw_access_flags & IBV_ACCESS_ZERO_BASED) ||
+	    (info.length && !info.mr) ||
+	    !opcode_allowed(ibqp->qp_type, IBV_WR_BIND_MW))
+		return EINVAL;
+	uint32_t new_key = ibv_inc_rkey(mw->rkey);
+
+	pthread_spin_lock(&q->sq_lock);
+	uint32_t start = q->sq_prod;
+	int ret = 0;
+	if (!can_send(q))
+		ret = EINVAL;
+	else if (ring_full(q->sq, q->sq_prod))
+		ret = ENOMEM;
+	if (!ret) {
+		sroce_send_wqe *wqe = wqe_begin(q, IBV_WR_BIND_MW,
+						mw_bind->wr_id,
+						mw_bind->send_flags);
+		wqe_set_bind(wqe, mw, new_key, info);
+		q->sq_prod++;
+	}
+	int db = publish_sends(q, start);
+	if (ret)
+		return ret;
+	if (db)
+		return db;
+	mw->rkey = new_key;
+	return 0;
 }
 
 // Another process's XRC receive QP, by number, in a shared XRC domain.

@@ -250,6 +250,7 @@ int query_qp(ibv_qp *ibqp, ibv_qp_attr *attr, int attr_mask,
 	     ibv_qp_init_attr *init_attr) noexcept;
 int destroy_qp(ibv_qp *ibqp) noexcept;
 ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept;
+int bind_mw(ibv_qp *ibqp, ibv_mw *mw, ibv_mw_bind *mw_bind) noexcept;
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
 
@@ -291,6 +292,8 @@ int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 int dereg_mr(verbs_mr *vmr) noexcept;
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
 ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept;
+ibv_mw *alloc_mw(ibv_pd *ibpd, ibv_mw_type type) noexcept;
+int dealloc_mw(ibv_mw *mw) noexcept;
 ibv_pd *import_pd(ibv_context *ibctx, uint32_t handle) noexcept;
 void unimport_pd(ibv_pd *ibpd) noexcept;
 ibv_mr *import_mr(ibv_pd *ibpd, uint32_t handle) noexcept;

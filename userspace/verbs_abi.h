@@ -274,6 +274,11 @@ struct ibv_reg_mr {
 	ib_uverbs_reg_mr core_payload;
 };
 
+struct ibv_alloc_mw {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_alloc_mw core_payload;
+};
+
 struct ibv_rereg_mr {
 	ib_uverbs_cmd_hdr hdr;
 	ib_uverbs_rereg_mr core_payload;
@@ -352,6 +357,10 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
 int ibv_cmd_query_mr(ibv_pd *pd, verbs_mr *vmr, uint32_t mr_handle);
+int ibv_cmd_alloc_mw(ibv_pd *pd, ibv_mw_type type, ibv_mw *mw,
+		     struct ibv_alloc_mw *cmd, size_t cmd_size,
+		     ib_uverbs_alloc_mw_resp *resp, size_t resp_size);
+int ibv_cmd_dealloc_mw(ibv_mw *mw);
 struct ibv_command_buffer; // libibverbs' ioctl builder; we pass none
 int ibv_cmd_query_context(ibv_context *ctx, ibv_command_buffer *driver);
 int ibv_cmd_rereg_mr(verbs_mr *vmr, uint32_t flags, void *addr, size_t length,
@@ -486,6 +495,7 @@ static_assert(sizeof(struct ibv_modify_qp) == 120);
 static_assert(sizeof(struct ibv_query_qp) == 24);
 static_assert(sizeof(struct ibv_create_srq) == 40);
 static_assert(sizeof(struct ibv_rereg_mr) == 56);
+static_assert(sizeof(struct ibv_alloc_mw) == 24);
 static_assert(sizeof(struct ibv_create_xsrq) == 56);
 static_assert(sizeof(struct ibv_open_xrcd) == 24);
 static_assert(sizeof(struct ibv_open_qp) == 40);

@@ -161,7 +161,9 @@ struct sroce_send_wqe {
 	__u32 send_flags;	/* enum ibv_send_flags */
 	__u32 num_sge;
 	__u32 inline_len;
-	__u32 ex;		/* imm_data (network order) or rkey to invalidate */
+	__u32 ex;		/* imm_data (network order), rkey to invalidate,
+				 * or a bound window's new key
+				 */
 	__u32 xrc_srqn;		/* XRC send QPs: the remote XRC SRQ */
 	union {
 		struct {
@@ -182,6 +184,18 @@ struct sroce_send_wqe {
 			__u32 remote_qkey;
 			__u32 reserved;
 		} ud;
+		/*
+		 * IBV_WR_BIND_MW (type 2) and ibv_bind_mw() (type 1): ex is
+		 * the window's new key; length 0 unbinds a type 1 window.
+		 */
+		struct {
+			__aligned_u64 addr;
+			__aligned_u64 length;
+			__u32 mw_key;	/* ibv_mw.rkey (its index names it) */
+			__u32 mr_lkey;
+			__u32 access;	/* enum ibv_access_flags */
+			__u32 reserved;
+		} bind;
 	} wr;
 };
 

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: memory windows.
+ *
+ * A window is an entry of the memory table like an MR's (see sroce_mr.c),
+ * with its own key index; its tag is the consumer's byte, changed by every
+ * bind. While bound, its map is a view of part of the MR's pages with the
+ * window's own range and access, so the one lookup (sroce_mem_get()) checks
+ * window keys exactly as MR keys, plus: windows are remote keys only, and a
+ * type 2 window works only through the QP that bound it.
+ *
+ *   alloc --> INVALID --bind--> VALID --LOCAL_INV / SEND_WITH_INV (type 2),
+ *                ^                |     bind with length 0 (type 1)
+ *                +----------------+
+ *   type 1 may be bound again while VALID; dealloc from any state.
+ */
+#include <linux/overflow.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+
+static struct sroce_mw *to_smw(struct ib_mw *ibmw)
+{
+	return container_of(ibmw, struct sroce_mw, ibmw);
+}
+
+int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct sroce_dev *sdev = to_sdev(ibmw->device);
+	struct sroce_mw *mw = to_smw(ibmw);
+	struct sroce_mw_ent *ent;
+	u32 index;
+	int err;
+
+	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
+		return -EINVAL;
+	if (atomic_inc_return(&sdev->num_mw) > SROCE_MAX_MW) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	ent = kzalloc(sizeof(*ent), GFP_KERNEL);
+	if (!ent) {
+		err = -ENOMEM;
+		goto err_count;
+	}
+	ent->mem.kind = SROCE_MEM_MW;
+	ent->mem.state = SROCE_MEM_INVALID;
+	spin_lock_init(&ent->lock);
+	ent->type = ibmw->type;
+	ent->pd = ibmw->pd;
+	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &ent->mem,
+			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
+			      &sdev->mem_next, GFP_KERNEL);
+	if (err < 0)
+		goto err_free;
+	ent->mem.key = index << SROCE_KEY_TAG_BITS | get_random_u8();
+	ibmw->rkey = ent->mem.key;
+	mw->ent = ent;
+	return 0;
+
+err_free:
+	kfree(ent);
+err_count:
+	atomic_dec(&sdev->num_mw);
+	return err;
+}
+
+/*
+ * Make the window unbound; its lock held. Returns the map to drop (after
+ * the lock: dropping may unpin pages).
+ */
+static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent)
+{
+	struct sroce_map *old;
+
+	WRITE_ONCE(ent->mem.state, SROCE_MEM_INVALID);
+	old = rcu_replace_pointer(ent->mem.map, NULL,
+				  lockdep_is_held(&ent->lock));
+	if (ent->mr)
+		atomic_dec(&ent->mr->num_mw);
+	ent->mr = NULL;
+	WRITE_ONCE(ent->qpn, 0);
+	return old;
+}
+
+int sroce_dealloc_mw(struct ib_mw *ibmw)
+{
+	struct sroce_dev *sdev = to_sdev(ibmw->device);
+	struct sroce_mw_ent *ent = to_smw(ibmw)->ent;
+	struct sroce_map *old;
+
+	xa_erase(&sdev->mem_xa, sroce_key_index(ent->mem.key));
+	spin_lock_bh(&ent->lock);
+	old = sroce_mw_unbind(ent);
+	WRITE_ONCE(ent->mem.state, SROCE_MEM_FREE);
+	spin_unlock_bh(&ent->lock);
+	if (old)
+		sroce_map_put(old);
+	kfree_rcu(ent, rcu);
+	atomic_dec(&sdev->num_mw);
+	return 0;
+}
+
+/*
+ * The window whose table index @key has, under RCU. A bind names its
+ * window by any key it had (the provider knows the one from allocation or
+ * the last type 1 bind); invalidation must give the current key.
+ */
+static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mem *mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+
+	if (!mem || mem->kind != SROCE_MEM_MW)
+		return NULL;
+	return container_of(mem, struct sroce_mw_ent, mem);
+}
+
+/*
+ * The MR a bind names, with a window counted on it (so that it cannot be
+ * deregistered meanwhile), and its map for [addr, addr + length).
+ */
+static struct sroce_map *sroce_mw_mr(struct sroce_dev *sdev,
+				     struct ib_pd *pd,
+				     const struct sroce_bind *b,
+				     struct sroce_mr **mrp)
+{
+	struct sroce_map *map;
+	struct sroce_mem *mem;
+	struct sroce_mr *mr = NULL;
+
+	rcu_read_lock();
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(b->mr_lkey));
+	if (mem && mem->kind == SROCE_MEM_MR) {
+		mr = container_of(mem, struct sroce_mr, mem);
+		if (!atomic_inc_unless_negative(&mr->num_mw))
+			mr = NULL;
+	}
+	rcu_read_unlock();
+	if (!mr)
+		return ERR_PTR(-EINVAL);
+	map = sroce_mem_get(sdev, pd, 0, b->mr_lkey, b->addr, b->length,
+			    IB_ACCESS_MW_BIND);
+	if (IS_ERR(map) || map->type != SROCE_MAP_USER) {
+		if (!IS_ERR(map))
+			sroce_map_put(map);
+		atomic_dec(&mr->num_mw);
+		return ERR_PTR(-EINVAL);
+	}
+	*mrp = mr;
+	return map;
+}
+
+/**
+ * sroce_mw_bind - execute a bind WQE (IBV_WR_BIND_MW, or ibv_bind_mw())
+ * @sdev: the device
+ * @pd: the PD of the QP that posted it
+ * @qpn: that QP
+ * @b: what to bind (the window by its table index: the bind's PD check
+ *     is what guards it)
+ *
+ * The checks of the IB spec: window and MR in the QP's PD, the MR allows
+ * binding, the range inside the MR, remote write or atomic only if the MR
+ * allows local write, zero-based and QP-bound windows for type 2 only, a
+ * type 2 window free before it is bound. A type 1 bind of length 0
+ * unbinds. The window takes @b->new_key.
+ *
+ * Return: 0, or -EINVAL (the WQE completes with IB_WC_MW_BIND_ERR).
+ */
+int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+		  const struct sroce_bind *b)
+{
+	const int remote = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
+			   IB_ACCESS_REMOTE_ATOMIC;
+	struct sroce_map *mr_map = NULL, *map = NULL, *old = NULL;
+	struct sroce_mr *mr = NULL;
+	struct sroce_mw_ent *ent;
+	bool zero_based = b->access & IB_ZERO_BASED;
+	int err = -EINVAL;
+
+	/* Local write may be asked for; a window grants remote access only. */
+	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key) ||
+	    (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED)))
+		return -EINVAL;
+	if (b->length) {
+		mr_map = sroce_mw_mr(sdev, pd, b, &mr);
+		if (IS_ERR(mr_map))
+			return PTR_ERR(mr_map);
+		if ((b->access & (IB_ACCESS_REMOTE_WRITE |
+				  IB_ACCESS_REMOTE_ATOMIC)) &&
+		    !(mr_map->access & IB_ACCESS_LOCAL_WRITE))
+			goto out;
+		err = -ENOMEM;
+		map = sroce_map_window(mr_map, pd, b->access & remote,
+				       zero_based ? 0 : b->addr, b->addr,
+				       b->length);
+		if (!map)
+			goto out;
+	}
+
+	err = -EINVAL;
+	rcu_read_lock();
+	ent = sroce_mw_find(sdev, b->mw_key);
+	if (ent)
+		spin_lock_bh(&ent->lock);
+	rcu_read_unlock();
+	if (!ent)
+		goto out;
+	if (ent->pd != pd || READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
+		goto out_unlock;
+	if (ent->type == IB_MW_TYPE_2 &&
+	    (!b->length || ent->mem.state != SROCE_MEM_INVALID))
+		goto out_unlock;
+	if (ent->type == IB_MW_TYPE_1 && zero_based)
+		goto out_unlock;
+
+	old = sroce_mw_unbind(ent);
+	WRITE_ONCE(ent->mem.key, b->new_key);
+	if (map) {
+		rcu_assign_pointer(ent->mem.map, map);
+		ent->mr = mr;
+		WRITE_ONCE(ent->qpn, ent->type == IB_MW_TYPE_2 ? qpn : 0);
+		/* release: map, key and QP are seen before the valid state */
+		smp_store_release(&ent->mem.state, SROCE_MEM_VALID);
+		map = NULL;
+		mr = NULL;
+	}
+	err = 0;
+out_unlock:
+	spin_unlock_bh(&ent->lock);
+out:
+	if (old)
+		sroce_map_put(old);
+	if (map)
+		sroce_map_put(map);
+	if (mr_map)
+		sroce_map_put(mr_map);
+	if (mr)
+		atomic_dec(&mr->num_mw);
+	return err;
+}
+
+/**
+ * sroce_mw_invalidate - invalidate a bound type 2 window
+ * @sdev: the device
+ * @pd: the PD of the QP (IB_WR_LOCAL_INV) or of the receiving QP
+ *      (SEND_WITH_INV)
+ * @key: the window's current key
+ *
+ * Return: 0, or -EINVAL for a key that names no bound type 2 window of @pd.
+ */
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+{
+	struct sroce_map *old = NULL;
+	struct sroce_mw_ent *ent;
+	int err = -EINVAL;
+
+	rcu_read_lock();
+	ent = sroce_mw_find(sdev, key);
+	if (ent)
+		spin_lock_bh(&ent->lock);
+	rcu_read_unlock();
+	if (!ent)
+		return -EINVAL;
+	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd &&
+	    READ_ONCE(ent->mem.key) == key &&
+	    ent->mem.state == SROCE_MEM_VALID) {
+		old = sroce_mw_unbind(ent);
+		err = 0;
+	}
+	spin_unlock_bh(&ent->lock);
+	if (old)
+		sroce_map_put(old);
+	return err;
+}
