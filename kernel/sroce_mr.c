@@ -413,13 +413,15 @@ out:
  * sroce_mr_invalidate - IB_WR_LOCAL_INV, or a SEND_WITH_INV's IETH
  * @sdev: the device
  * @pd: the PD of the QP
- * @key: the key to invalidate: a valid fast-registration MR's or a bound
- *       type 2 window's, in @pd
+ * @qpn: the QP (that posted the LOCAL_INV or received the SEND_WITH_INV)
+ * @key: the key to invalidate: a valid fast-registration MR's, or a type 2
+ *       window's bound through @qpn, in @pd
  *
  * Requests that already found the MR finish; later ones do not find it.
  * Return: 0, or -EINVAL if @key names no such MR.
  */
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key)
 {
 	struct sroce_mem *mem;
 	struct sroce_mr *mr;
@@ -429,7 +431,7 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
 	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
 	if (mem && mem->kind == SROCE_MEM_MW) {
 		rcu_read_unlock();
-		return sroce_mw_invalidate(sdev, pd, key);
+		return sroce_mw_invalidate(sdev, pd, qpn, key);
 	}
 	mr = mem && mem->kind == SROCE_MEM_MR ?
 		     container_of(mem, struct sroce_mr, mem) : NULL;

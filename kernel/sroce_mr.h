@@ -198,14 +198,16 @@ int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 		      struct ib_mr *ibmr, u32 key, int access);
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 qpn, u32 key, u64 va, u64 len, int access);
 struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 				   struct ib_pd *pd, int access, u64 iova,
 				   u64 addr, u64 length);
-int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key);
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key);
 int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int sroce_dealloc_mw(struct ib_mw *ibmw);
 int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,

@@ -245,11 +245,14 @@ out:
  * @sdev: the device
  * @pd: the PD of the QP (IB_WR_LOCAL_INV) or of the receiving QP
  *      (SEND_WITH_INV)
+ * @qpn: that QP, which must be the one the window is bound through
  * @key: the window's current key
  *
- * Return: 0, or -EINVAL for a key that names no bound type 2 window of @pd.
+ * Return: 0, or -EINVAL for a key that names no type 2 window of @pd
+ * bound through @qpn.
  */
-int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key)
 {
 	struct sroce_map *old = NULL;
 	struct sroce_mw_ent *ent;
@@ -262,7 +265,7 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 key)
 	rcu_read_unlock();
 	if (!ent)
 		return -EINVAL;
-	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd &&
+	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd && ent->qpn == qpn &&
 	    READ_ONCE(ent->mem.key) == key &&
 	    ent->mem.state == SROCE_MEM_VALID) {
 		old = sroce_mw_unbind(ent);

@@ -413,7 +413,8 @@ static int sroce_req_local(struct sroce_qp *qp, u32 idx)
 			return err;
 		}
 	} else {
-		err = sroce_mr_invalidate(sdev, qp->ibqp.pd, wqe->ex);
+		err = sroce_mr_invalidate(sdev, qp->ibqp.pd, qp->ibqp.qp_num,
+					  wqe->ex);
 	}
 	if (err) {
 		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);

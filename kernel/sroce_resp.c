@@ -270,11 +270,12 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 		wc_flags |= SROCE_WC_WITH_INV;
 		/*
 		 * Invalidate the key, which must name a valid fast-registration
-		 * MR of the QP's PD; otherwise an invalid request (the receive
-		 * fails, the QP goes to error).
+		 * MR of the QP's PD or a type 2 window bound through this QP;
+		 * otherwise an invalid request (the receive fails, the QP goes
+		 * to error).
 		 */
 		if (sroce_mr_invalidate(to_sdev(qp->ibqp.device),
-					sroce_resp_pd(qp), ex)) {
+					sroce_resp_pd(qp), qp->ibqp.qp_num, ex)) {
 			sroce_resp_complete(qp, IB_WC_LOC_QP_OP_ERR, IB_WC_RECV,
 					    0, 0, 0, false);
 			return SROCE_RESP_NAK_INV;
