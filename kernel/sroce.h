@@ -320,7 +320,6 @@ struct sroce_ah {
  * @av: the destination of a connected QP (valid once IB_QP_AV is set)
  * @cap: the capacities the QP was created with
  * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
- * @xrcd: XRC target QPs: the XRC domain whose SRQs it may deliver to
  * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
  * @sq: send ring; @sq_cons is the kernel's consumer index
  * @rq: receive ring; @rq_cons is the kernel's consumer index
@@ -348,7 +347,6 @@ struct sroce_qp {
 	struct sroce_av av;
 	struct ib_qp_cap cap;
 	bool sq_sig_all;
-	struct ib_xrcd *xrcd;
 	spinlock_t post_lock; /* see above */
 	struct sroce_ring sq;
 	u32 sq_cons;
@@ -536,8 +534,9 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
 bool sroce_srq_take(struct sroce_srq *srq, void *wqe);
 struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn);
 void sroce_srq_put(struct sroce_srq *srq);
-int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
-			const struct ib_recv_wr *wr, u32 prod);
+int sroce_post_recv_wrs(struct sroce_ring *ring, u32 max_sge,
+			const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr);
 int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			const struct ib_recv_wr **bad_wr);
 u32 sroce_recv_slot_size(u32 max_sge);

@@ -217,7 +217,6 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->post_lock);
 	INIT_WORK(&qp->work, sroce_qp_work);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	qp->xrcd = init->xrcd;
 	err = sroce_ring_init(&qp->sq, uctx,
 			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
 			      sroce_send_slot_size(&init->cap));
@@ -688,29 +687,18 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 {
 	struct sroce_qp *qp = to_sqp(ibqp);
 	unsigned long flags;
-	u32 prod;
 	int err;
 
-	spin_lock_irqsave(&qp->post_lock, flags);
-	err = -EINVAL;
 	if (!qp->rq.hdr || qp->rq.mmap ||
-	    READ_ONCE(qp->sq.hdr->qp_state) == IB_QPS_RESET)
-		goto out;
-	prod = qp->rq.hdr->prod;
-	for (err = 0; wr; wr = wr->next) {
-		err = sroce_post_recv_wqe(&qp->rq, qp->cap.max_recv_sge, wr,
-					  prod);
-		if (err)
-			break;
-		prod++;
-		sroce_ring_store_prod(&qp->rq, prod);
-	}
-out:
-	spin_unlock_irqrestore(&qp->post_lock, flags);
-	if (err)
+	    READ_ONCE(qp->sq.hdr->qp_state) == IB_QPS_RESET) {
 		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&qp->post_lock, flags);
+	err = sroce_post_recv_wrs(&qp->rq, qp->cap.max_recv_sge, wr, bad_wr);
+	spin_unlock_irqrestore(&qp->post_lock, flags);
 	/* A QP in error flushes what was posted. */
-	if (qp->rq.hdr && READ_ONCE(qp->rq.hdr->flush))
+	if (READ_ONCE(qp->rq.hdr->flush))
 		queue_work(sroce_wq, &qp->work);
 	return err;
 }

@@ -598,7 +598,8 @@ static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
 	srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device), srqn);
 	if (!srq)
 		return false;
-	if (srq->ibsrq.ext.xrc.xrcd != qp->xrcd) {
+	/* ib_core set the XRC domain of the target QP it created. */
+	if (srq->ibsrq.ext.xrc.xrcd != qp->ibqp.xrcd) {
 		sroce_srq_put(srq);
 		return false;
 	}

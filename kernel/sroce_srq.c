@@ -15,17 +15,9 @@ u32 sroce_recv_slot_size(u32 max_sge)
 				  max_sge * sizeof(struct sroce_sge));
 }
 
-/**
- * sroce_post_recv_wqe - fill the receive slot @prod of a kernel ring
- * @ring: an RQ or SRQ ring in kernel memory
- * @max_sge: SGEs a WQE may have
- * @wr: the WR
- * @prod: the slot's index
- *
- * Return: 0, -ENOMEM if the ring is full, -EINVAL for too many SGEs.
- */
-int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
-			const struct ib_recv_wr *wr, u32 prod)
+/* Fill the receive slot @prod of a kernel ring from @wr. */
+static int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
+			       const struct ib_recv_wr *wr, u32 prod)
 {
 	struct sroce_recv_wqe *wqe;
 	struct sroce_sge *sge;
@@ -44,6 +36,34 @@ int sroce_post_recv_wqe(struct sroce_ring *ring, u32 max_sge,
 		sge[i].addr = wr->sg_list[i].addr;
 		sge[i].length = wr->sg_list[i].length;
 		sge[i].lkey = wr->sg_list[i].lkey;
+	}
+	return 0;
+}
+
+/**
+ * sroce_post_recv_wrs - post a kernel consumer's receive WRs into a ring
+ * @ring: an RQ or SRQ ring in kernel memory, its producers' lock held
+ * @max_sge: SGEs a WQE may have
+ * @wr: the list of WRs
+ * @bad_wr: set to the first WR not posted, on error
+ *
+ * Each WR is published as soon as it is written.
+ * Return: 0, -ENOMEM if the ring is full, -EINVAL for too many SGEs.
+ */
+int sroce_post_recv_wrs(struct sroce_ring *ring, u32 max_sge,
+			const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad_wr)
+{
+	u32 prod = ring->hdr->prod;
+	int err;
+
+	for (; wr; wr = wr->next) {
+		err = sroce_post_recv_wqe(ring, max_sge, wr, prod);
+		if (err) {
+			*bad_wr = wr;
+			return err;
+		}
+		sroce_ring_store_prod(ring, ++prod);
 	}
 	return 0;
 }
@@ -175,24 +195,15 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 {
 	struct sroce_srq *srq = to_ssrq(ibsrq);
 	unsigned long flags;
-	int err = -EINVAL;
-	u32 prod;
+	int err;
 
-	spin_lock_irqsave(&srq->lock, flags);
-	if (srq->ring.mmap)
-		goto out;
-	prod = srq->ring.hdr->prod;
-	for (err = 0; wr; wr = wr->next) {
-		err = sroce_post_recv_wqe(&srq->ring, srq->max_sge, wr, prod);
-		if (err)
-			break;
-		prod++;
-		sroce_ring_store_prod(&srq->ring, prod);
-	}
-out:
-	spin_unlock_irqrestore(&srq->lock, flags);
-	if (err)
+	if (srq->ring.mmap) {
 		*bad_wr = wr;
+		return -EINVAL;
+	}
+	spin_lock_irqsave(&srq->lock, flags);
+	err = sroce_post_recv_wrs(&srq->ring, srq->max_sge, wr, bad_wr);
+	spin_unlock_irqrestore(&srq->lock, flags);
 	return err;
 }
 
