@@ -34,7 +34,7 @@
 #define SROCE_MAX_QP_WR		0x4000
 #define SROCE_MAX_SGE		32
 #define SROCE_MAX_INLINE	512
-#define SROCE_MAX_RD_ATOMIC	16
+#define SROCE_MAX_RD_ATOMIC	128
 #define SROCE_MIN_QPN		16
 #define SROCE_MAX_QPN		0xffffff
 #define SROCE_MAX_MSG_SIZE	0x80000000U
@@ -194,12 +194,21 @@ struct sroce_av {
 	u8 dmac[ETH_ALEN];
 };
 
+/* Local operations: no packet, done when executed. */
+static inline bool sroce_wr_is_local(u32 opcode)
+{
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_UVERBS_WR_BIND_MW;
+}
+
 /* A send WQE's progress, beside its copy in sroce_qp.sq_copy. */
 struct sroce_swqe {
 	u32 first_psn;
 	u32 last_psn;
 	u32 len;		/* message bytes */
-	u8 done;		/* all its packets are sent */
+	u32 resp_pkts;		/* READ: response packets taken, in order */
+	u8 done;		/* all its packets are sent (local: executed) */
+	u8 gap;			/* a response was missing: it is being re-sent */
 };
 
 /**
@@ -210,6 +219,7 @@ struct sroce_swqe {
  * @rd_atomic: READ and atomic WQEs sent and not completed
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left for the oldest WQE
+ * @nak_psn: the PSN of the last sequence NAK
  * @rnr_wait: sending is paused until @timer fires
  * @timed_out: the retry timer fired (set by the timer, taken by the engine)
  */
@@ -218,6 +228,7 @@ struct sroce_req {
 	u32 sent;
 	u32 psn;
 	u32 rd_atomic;
+	u32 nak_psn;
 	u8 retries;
 	u8 rnr_retries;
 	bool rnr_wait;
@@ -248,8 +259,9 @@ struct sroce_req {
  *       progress names, a reference; its PD checks memory accesses, its
  *       WQEs receive and its CQ completes
  * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
- * @atomic_valid: @atomic_psn and @atomic_orig describe the last atomic,
- *                answered again if it comes again
+ * @atomics: the last SROCE_MAX_RD_ATOMIC atomics executed (PSN and the
+ *           value fetched), answered again if they come again
+ * @atomic_next: where the next one is recorded in @atomics
  */
 struct sroce_resp {
 	u32 epsn;
@@ -270,9 +282,12 @@ struct sroce_resp {
 	u32 read_psn;
 	struct sroce_srq *srq;
 	u32 xrc_srqn;
-	bool atomic_valid;
-	u32 atomic_psn;
-	u64 atomic_orig;
+	struct sroce_atomic_res {
+		u64 orig;
+		u32 psn;
+		bool valid;
+	} atomics[SROCE_MAX_RD_ATOMIC];
+	u32 atomic_next;
 };
 
 /**

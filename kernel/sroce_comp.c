@@ -173,15 +173,39 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		if (!sroce_psn_before(qp->swqe[idx & mask].last_psn, psn))
 			break;
 	for (j = idx; j != qp->req.next; j++) {
-		if (sroce_needs_response(sroce_swqe_copy(qp, j)->opcode))
+		u32 op = sroce_swqe_copy(qp, j)->opcode;
+
+		/* Local WQEs were executed once and are not again. */
+		if (sroce_wr_is_local(op))
+			continue;
+		if (sroce_needs_response(op))
 			qp->req.rd_atomic--;
 		qp->swqe[j & mask].done = 0;
+		qp->swqe[j & mask].gap = 0;
 	}
 	if (idx != qp->req.next || qp->req.sent) {
+		struct sroce_swqe *sw = &qp->swqe[idx & mask];
+		u32 op = sroce_swqe_copy(qp, idx)->opcode;
+		/* the WQE's last PSN sent so far (it may be partly sent) */
+		u32 end = idx == qp->req.next ?
+				  (qp->req.psn - 1) & SROCE_PSN_MASK :
+				  sw->last_psn;
+
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_RETRANSMITS);
 		qp->req.next = idx;
-		qp->req.psn = qp->swqe[idx & mask].first_psn;
+		qp->req.psn = sw->first_psn;
 		qp->req.sent = 0;
+		/*
+		 * A SEND or WRITE resumes at @psn: the responder has every
+		 * packet before it. A READ is asked again whole.
+		 */
+		if (!sroce_needs_response(op) &&
+		    sroce_psn_before(sw->first_psn, psn) &&
+		    !sroce_psn_before(end, psn)) {
+			qp->req.psn = psn;
+			qp->req.sent = ((psn - sw->first_psn) & SROCE_PSN_MASK) *
+				       qp->mtu;
+		}
 	}
 }
 
@@ -236,6 +260,23 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
 		  jiffies + usecs_to_jiffies(sroce_rnr_usecs[timer & 31]));
 }
 
+/*
+ * An ACK of @psn reached a READ or an atomic at the head: the responder
+ * answered it before that ACK, so its response was lost.
+ */
+static void sroce_comp_ack_past_response(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw = sroce_oldest(qp, &wqe);
+
+	if (sw && sw->done && sroce_needs_response(wqe->opcode) && !sw->gap &&
+	    !sroce_psn_before(psn, (sw->first_psn + sw->resp_pkts) &
+					   SROCE_PSN_MASK)) {
+		sroce_go_back(qp, sw->first_psn);
+		sw->gap = 1;
+	}
+}
+
 static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
@@ -247,6 +288,7 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	switch (syndrome & SROCE_AETH_TYPE_MASK) {
 	case 0:
 		sroce_ack_upto(qp, psn);
+		sroce_comp_ack_past_response(qp, psn);
 		return;
 	case SROCE_AETH_RNR_NAK:
 		sroce_comp_rnr(qp, psn, syndrome & 0x1f);
@@ -261,6 +303,11 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	switch (syndrome & 0x1f) {
 	case SROCE_NAK_PSN_SEQ:
 		sroce_count(sdev, SROCE_CNT_NAK_SEQ_RCVD);
+		/* Only NAKs of the same PSN again use up the retries. */
+		if (psn != qp->req.nak_psn) {
+			qp->req.nak_psn = psn;
+			qp->req.retries = qp->attr.retry_cnt;
+		}
 		if (qp->req.retries-- == 0) {
 			sroce_count(sdev, SROCE_CNT_RETRY_EXCEEDED);
 			sroce_comp_fail(qp, IB_WC_RETRY_EXC_ERR);
@@ -283,6 +330,28 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	}
 }
 
+/*
+ * The oldest WQE (@sw, a READ or an atomic) waits for the response with
+ * PSN @expected and the packet @psn came instead. Before it: a duplicate,
+ * ignored. After it: responses were lost (the responder answers in
+ * order), so the WQE is sent again, once per gap; the responses it
+ * already has are taken as duplicates then.
+ * Return: true if the packet is the expected one.
+ */
+static bool sroce_comp_in_order(struct sroce_qp *qp, struct sroce_swqe *sw,
+				u32 expected, u32 psn)
+{
+	if (psn == expected) {
+		sw->gap = 0;
+		return true;
+	}
+	if (sroce_psn_before(psn, expected) || sw->gap)
+		return false;
+	sroce_go_back(qp, sw->first_psn);
+	sw->gap = 1;
+	return false;
+}
+
 static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
@@ -294,11 +363,16 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 	/* Everything before the READ was acknowledged by its response. */
 	sroce_ack_upto(qp, (pkt->psn - 1) & SROCE_PSN_MASK);
 	sw = sroce_oldest(qp, &wqe);
-	if (!sw || !sw->done || wqe->opcode != IB_UVERBS_WR_RDMA_READ ||
-	    sroce_psn_before(pkt->psn, sw->first_psn) ||
-	    sroce_psn_before(sw->last_psn, pkt->psn))
+	if (!sw || !sw->done || !sroce_needs_response(wqe->opcode))
 		return;
-	offset = ((pkt->psn - sw->first_psn) & SROCE_PSN_MASK) * qp->mtu;
+	if (!sroce_comp_in_order(qp, sw, (sw->first_psn + sw->resp_pkts) &
+				 SROCE_PSN_MASK, pkt->psn))
+		return;
+	if (wqe->opcode != IB_UVERBS_WR_RDMA_READ) {
+		sroce_comp_fail(qp, IB_WC_BAD_RESP_ERR);
+		return;
+	}
+	offset = sw->resp_pkts * qp->mtu;
 	if (offset + pkt->paylen > sw->len ||
 	    (!(flags & SROCE_OP_LAST) && pkt->paylen != qp->mtu) ||
 	    ((flags & SROCE_OP_LAST) && offset + pkt->paylen != sw->len)) {
@@ -312,6 +386,7 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 		sroce_comp_fail(qp, IB_WC_LOC_PROT_ERR);
 		return;
 	}
+	sw->resp_pkts++;
 	if (flags & SROCE_OP_LAST) {
 		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
 		sroce_comp_local_done(qp);
@@ -328,10 +403,13 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb)
 
 	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
 	sw = sroce_oldest(qp, &wqe);
-	if (!sw || !sw->done || sw->first_psn != psn ||
-	    (wqe->opcode != IB_UVERBS_WR_ATOMIC_CMP_AND_SWP &&
-	     wqe->opcode != IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD))
+	if (!sw || !sw->done || !sroce_needs_response(wqe->opcode) ||
+	    !sroce_comp_in_order(qp, sw, sw->first_psn, psn))
 		return;
+	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
+		sroce_comp_fail(qp, IB_WC_BAD_RESP_ERR);
+		return;
+	}
 	orig = be64_to_cpu(ack->orig);
 	if (sroce_qp_copy_sges(qp, (const void *)(wqe + 1), wqe->num_sge, 0,
 			       &orig, sizeof(orig), true)) {

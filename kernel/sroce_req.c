@@ -42,13 +42,6 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 	}
 }
 
-/* Local operations: no packet, done when executed. */
-static bool sroce_wr_is_local(u32 opcode)
-{
-	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
-	       opcode == IB_UVERBS_WR_BIND_MW;
-}
-
 static bool sroce_wr_is_rd_atomic(u32 opcode)
 {
 	return opcode == IB_UVERBS_WR_RDMA_READ ||
@@ -461,7 +454,10 @@ void sroce_req_run(struct sroce_qp *qp)
 			break;
 		}
 		if (sroce_wr_is_local(wqe->opcode)) {
-			if (sroce_req_local(qp, idx))
+			/* Sending again after a loss: it was executed. */
+			if (qp->swqe[idx & (qp->sq.num_slots - 1)].done)
+				qp->req.next = idx + 1;
+			else if (sroce_req_local(qp, idx))
 				break;
 		} else if (sroce_qp_is_ud(qp) ? sroce_req_ud(qp, idx) :
 						       sroce_req_packet(qp, idx)) {

@@ -470,6 +470,7 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
 	u64 va = be64_to_cpu(a->va);
 	u32 psn = SROCE_PKT(skb)->psn;
+	struct sroce_atomic_res *res;
 	struct sroce_map *mr;
 	u64 orig;
 
@@ -491,11 +492,22 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 
 	qp->resp.msn++;
 	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;
-	qp->resp.atomic_psn = psn;
-	qp->resp.atomic_orig = orig;
-	qp->resp.atomic_valid = true;
+	res = &qp->resp.atomics[qp->resp.atomic_next++ % SROCE_MAX_RD_ATOMIC];
+	res->psn = psn;
+	res->orig = orig;
+	res->valid = true;
 	sroce_resp_atomic_ack(qp, psn, orig);
 	return SROCE_RESP_DONE;
+}
+
+/* Stop answering the READ under way, if any. */
+static void sroce_resp_read_stop(struct sroce_qp *qp)
+{
+	if (qp->resp.read_mr) {
+		sroce_map_put(qp->resp.read_mr);
+		qp->resp.read_mr = NULL;
+	}
+	qp->resp.read_left = 0;
 }
 
 /* A request with a PSN before the expected one: answer it again. */
@@ -503,16 +515,27 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	u8 opcode = SROCE_PKT(skb)->opcode;
 	u32 psn = SROCE_PKT(skb)->psn;
+	int i;
 
 	if (SROCE_OP_BASE(opcode) == SROCE_RC_READ_REQ) {
-		/* Answered again from memory, unless a READ is under way. */
-		if (!qp->resp.read_left)
-			sroce_resp_read(qp, skb, true);
+		/*
+		 * Answered again from memory. A READ still being answered is
+		 * later than this one: the requester sends it again too.
+		 */
+		sroce_resp_read_stop(qp);
+		sroce_resp_read(qp, skb, true);
 		return;
 	}
 	if (sroce_opinfo[opcode].flags & SROCE_OP_ATOMIC) {
-		if (qp->resp.atomic_valid && qp->resp.atomic_psn == psn)
-			sroce_resp_atomic_ack(qp, psn, qp->resp.atomic_orig);
+		/* Executed once; its fetched value is sent again. */
+		for (i = 0; i < SROCE_MAX_RD_ATOMIC; i++) {
+			struct sroce_atomic_res *res = &qp->resp.atomics[i];
+
+			if (res->valid && res->psn == psn) {
+				sroce_resp_atomic_ack(qp, psn, res->orig);
+				break;
+			}
+		}
 		return;
 	}
 	sroce_resp_ack(qp, (qp->resp.epsn - 1) & SROCE_PSN_MASK,
@@ -770,12 +793,8 @@ bool sroce_resp_continue(struct sroce_qp *qp)
 void sroce_resp_reset(struct sroce_qp *qp)
 {
 	sroce_resp_abort_msg(qp);
-	if (qp->resp.read_mr) {
-		sroce_map_put(qp->resp.read_mr);
-		qp->resp.read_mr = NULL;
-	}
-	qp->resp.read_left = 0;
+	sroce_resp_read_stop(qp);
 	qp->resp.rwqe_valid = false;
 	qp->resp.nak_sent = false;
-	qp->resp.atomic_valid = false;
+	memset(qp->resp.atomics, 0, sizeof(qp->resp.atomics));
 }

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# Helpers for the two-VM tests (sourced by tests/pair/*.sh in each guest of
+# scripts/vm-pair.sh). $ROLE is a or b, $PEER4 the other VM's address, $MY4
+# this VM's, $KIND (sroce or rxe) the RDMA device this VM brings up.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+
+# rdma_up: bring up $KIND on eth0; sets $dev and $gidx (the RoCEv2 GID of
+# $MY4: rxe lists RoCE v1 and v2 entries per address, sroce only v2).
+rdma_up() {
+	case "${KIND:-sroce}" in
+	rxe)
+		modprobe -a crc32_generic rdma_rxe ib_uverbs &&
+			rdma link add rxe0 type rxe netdev eth0 || return 1
+		dev=rxe0 ;;
+	sroce)
+		modprobe ib_uverbs && load_sroce || return 1
+		link_add sroce0 eth0
+		dev=sroce0 ;;
+	*) echo "unknown KIND $KIND" >&2; return 1 ;;
+	esac
+	gidx=$(roce_v2_gid_index "$dev" "$MY4") || {
+		echo "$dev has no RoCEv2 GID for $MY4" >&2; return 1; }
+}
+
+# roce_v2_gid_index DEV IPV4: the GID table index of ::ffff:IPV4, RoCE v2
+roce_v2_gid_index() {
+	local want p f n
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		${2//./ })
+	p=/sys/class/infiniband/$1/ports/1
+	wait_for 10 grep -qx "$want" "$p"/gids/* 2>/dev/null || return 1
+	for f in "$p"/gids/*; do
+		n=${f##*/}
+		[ "$(cat "$f")" = "$want" ] &&
+			[ "$(cat "$p/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ] &&
+			{ echo "$n"; return 0; }
+	done
+	return 1
+}
+
+# Test steps run in the same order on both VMs. step NAME SERVER_ROLE
+# SERVER_CMD CLIENT_CMD: the VM whose role is SERVER_ROLE runs SERVER_CMD,
+# the other runs CLIENT_CMD (retrying until the server listens). Prints
+# "ok   NAME" or "FAIL NAME" with the output, on the client side and the
+# server side alike, and counts into $passed/$failed.
+passed=0 failed=0
+step() {
+	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i
+	if [ "$ROLE" = "$srole" ]; then
+		out=$(timeout 120 bash -c "$scmd" 2>&1); rc=$?
+	else
+		for i in $(seq 60); do
+			out=$(timeout 120 bash -c "$ccmd" 2>&1); rc=$?
+			[ $rc = 0 ] && break
+			grep -qiE "couldn't connect|unable to init the socket|connection refused|couldn't connect" <<<"$out" || break
+			sleep 1
+		done
+	fi
+	if [ $rc = 0 ]; then
+		echo "ok   $name"; passed=$((passed + 1))
+	else
+		echo "FAIL $name (rc $rc)"; echo "$out" | tail -n 20 | sed 's/^/    /'
+		failed=$((failed + 1))
+	fi
+	echo "$out" >> /tmp/out/steps.log
+}

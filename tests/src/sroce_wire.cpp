@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-wire: RC traffic between two hosts with every byte checked, for
+// lossy links and for interop with other RoCE devices. The client moves
+// data, the server serves memory and receives; they meet over TCP.
+//
+//   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH] [PEER]
+//
+// Without PEER it is the server. The client, with up to DEPTH requests in
+// flight each time:
+//   write:  writes ITERS distinct patterns into the server's slots; the
+//           server checks every slot;
+//   read:   reads ITERS distinct slots the server filled; checked here;
+//   send:   sends ITERS patterned messages; the server checks each receive
+//           (in order, full length);
+//   fadd:   ITERS fetch-and-adds of 1 on one server word: the values
+//           fetched must be exactly 0..ITERS-1 (an atomic executed twice,
+//           for example a retried one, shows as a gap and a repeat), and
+//           the word, read back, ITERS;
+//   cswap:  ITERS compare-and-swaps, one at a time, each from i to i+1.
+// Both print "N failures" and exit non-zero on any.
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdlib>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct Opts {
+	const char *dev = nullptr;
+	int gidx = 0;
+	const char *peer = nullptr;
+	int port = 18700;
+	uint32_t iters = 200;
+	uint32_t size = 16384;
+	uint32_t depth = 16;
+};
+
+// What each side tells the other (network byte order not needed: both
+// sides are this program on x86).
+struct Dest {
+	uint32_t qpn;
+	uint32_t psn;
+	uint8_t gid[16];
+	uint32_t rkey;
+	uint32_t pad;
+	uint64_t addr;
+};
+
+// A byte of the pattern for message @msg at @off.
+uint8_t pattern(uint32_t msg, size_t off)
+{
+	return uint8_t((msg * 131u) ^ (off * 7u) ^ (off >> 8) ^ 0x5a);
+}
+
+void fill(uint8_t *p, uint32_t msg, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = pattern(msg, i);
+}
+
+// Checks that @p holds message @msg; says where it does not.
+void check_msg(const char *what, uint32_t i, const uint8_t *p, uint32_t msg,
+	       size_t len)
+{
+	size_t bad = 0, n = 0;
+
+	for (size_t k = 0; k < len; k++)
+		if (p[k] != pattern(msg, k) && !n++)
+			bad = k;
+	CHECK(!n, "%s %u: %zu bytes wrong, the first at %zu: %#x, "
+	      "expected %#x", what, i, n, bad, p[bad], pattern(msg, bad));
+}
+
+bool full_io(int fd, void *buf, size_t len, bool out)
+{
+	auto *p = static_cast<uint8_t *>(buf);
+
+	while (len) {
+		ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
+		if (n <= 0)
+			return false;
+		p += n;
+		len -= size_t(n);
+	}
+	return true;
+}
+
+// The server accepts one client; the client retries until it listens.
+int tcp_meet(const Opts &o)
+{
+	if (!o.peer) {
+		int ls = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+		sockaddr_in a{};
+		a.sin_family = AF_INET;
+		a.sin_port = htons(uint16_t(o.port));
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(ls, (sockaddr *)&a, sizeof(a)) || listen(ls, 1)) {
+			perror("listen");
+			return -1;
+		}
+		int fd = accept(ls, nullptr, nullptr);
+		close(ls);
+		return fd;
+	}
+	addrinfo hints{}, *res;
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	std::string port = std::to_string(o.port);
+	if (getaddrinfo(o.peer, port.c_str(), &hints, &res))
+		return -1;
+	for (int i = 0; i < 600; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (!connect(fd, res->ai_addr, res->ai_addrlen)) {
+			freeaddrinfo(res);
+			return fd;
+		}
+		close(fd);
+		usleep(100000);
+	}
+	freeaddrinfo(res);
+	fprintf(stderr, "could not connect to %s:%d\n", o.peer, o.port);
+	return -1;
+}
+
+struct Conn {
+	ibv_context *ctx = nullptr;
+	ibv_pd *pd = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = nullptr;
+	ibv_mr *mr = nullptr;
+	std::vector<uint8_t> buf;
+	int fd = -1;
+	Dest me{}, peer{};
+	uint8_t port_mtu = IBV_MTU_1024;
+};
+
+bool qp_connect(Conn &c, const Opts &o)
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = ibv_mtu(c.port_mtu);
+	a.dest_qp_num = c.peer.qpn;
+	a.rq_psn = c.peer.psn;
+	a.max_dest_rd_atomic = uint8_t(o.depth);
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.sgid_index = uint8_t(o.gidx);
+	memcpy(a.ah_attr.grh.dgid.raw, c.peer.gid, 16);
+	if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER))
+		return false;
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = c.me.psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = uint8_t(o.depth);
+	return !ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					 IBV_QP_RNR_RETRY |
+					 IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+bool setup(Conn &c, const Opts &o, size_t bytes)
+{
+	c.ctx = open_device(o.dev);
+	if (!c.ctx) {
+		fprintf(stderr, "no device %s\n", o.dev);
+		return false;
+	}
+	ibv_port_attr pa;
+	ibv_gid gid;
+	if (ibv_query_port(c.ctx, 1, &pa) ||
+	    ibv_query_gid(c.ctx, 1, o.gidx, &gid))
+		return false;
+	c.port_mtu = uint8_t(pa.active_mtu);
+	c.buf.assign(bytes, 0);
+	c.pd = ibv_alloc_pd(c.ctx);
+	c.cq = ibv_create_cq(c.ctx, int(2 * o.iters + 2 * o.depth + 16),
+			     nullptr, nullptr, 0);
+	c.mr = c.pd ? ibv_reg_mr(c.pd, c.buf.data(), bytes,
+				 IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE |
+					 IBV_ACCESS_REMOTE_READ |
+					 IBV_ACCESS_REMOTE_ATOMIC)
+		    : nullptr;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = c.cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = o.depth;
+	ia.cap.max_recv_wr = o.iters + 1;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	if (c.pd && c.cq)
+		c.qp = ibv_create_qp(c.pd, &ia);
+	if (!c.mr || !c.qp) {
+		fprintf(stderr, "setting up: %s\n", strerror(errno));
+		return false;
+	}
+	c.me.qpn = c.qp->qp_num;
+	c.me.psn = uint32_t(getpid() * 7919u) & 0xffffff;
+	memcpy(c.me.gid, gid.raw, 16);
+	c.me.rkey = c.mr->rkey;
+	c.me.addr = uint64_t(uintptr_t(c.buf.data()));
+	c.fd = tcp_meet(o);
+	if (c.fd < 0 || !full_io(c.fd, &c.me, sizeof(c.me), true) ||
+	    !full_io(c.fd, &c.peer, sizeof(c.peer), false))
+		return false;
+	return true;
+}
+
+// Tells the other side a phase is over and waits until it says the same.
+bool sync_peer(Conn &c)
+{
+	char b = 's';
+
+	return full_io(c.fd, &b, 1, true) && full_io(c.fd, &b, 1, false);
+}
+
+// Waits for one completion; false (and a failure) on error or timeout.
+bool poll_one(Conn &c, ibv_wc &wc)
+{
+	for (long spins = 0;; spins++) {
+		int n = ibv_poll_cq(c.cq, 1, &wc);
+		if (n < 0) {
+			CHECK(n >= 0, "ibv_poll_cq returned %d", n);
+			return false;
+		}
+		if (n) {
+			CHECK(wc.status == IBV_WC_SUCCESS,
+			      "completion of wr %" PRIu64 ": %s (vendor %u)",
+			      wc.wr_id, ibv_wc_status_str(wc.status),
+			      wc.vendor_err);
+			return wc.status == IBV_WC_SUCCESS;
+		}
+		if (spins > 2000000) {
+			usleep(1000);
+			if (spins > 2000000 + 120000) {
+				CHECK(false, "no completion within 2 minutes");
+				return false;
+			}
+		}
+	}
+}
+
+// Layout of each side's buffer: ITERS slots of SIZE bytes, then one
+// 8-byte word for the atomics (at slots_end), then ITERS 8-byte results.
+struct Layout {
+	size_t slots, word, results, total;
+	explicit Layout(const Opts &o)
+	{
+		slots = size_t(o.iters) * o.size;
+		word = slots;
+		results = word + 8;
+		total = results + 8 * size_t(o.iters);
+	}
+};
+
+bool post(Conn &c, ibv_wr_opcode op, uint64_t id, size_t loff,
+	  uint32_t len, uint64_t raddr, uint64_t cmp_add = 0,
+	  uint64_t swap = 0)
+{
+	ibv_sge sge = { uint64_t(uintptr_t(c.buf.data() + loff)), len,
+			c.mr->lkey };
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = c.peer.rkey;
+		wr.wr.atomic.compare_add = cmp_add;
+		wr.wr.atomic.swap = swap;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = c.peer.rkey;
+	}
+	int err = ibv_post_send(c.qp, &wr, &bad);
+	CHECK(!err, "ibv_post_send: %s", strerror(err));
+	return !err;
+}
+
+// Runs ITERS requests with up to DEPTH in flight; @one posts request i.
+// RC completes them in order, each once, with opcode @op.
+template <class F>
+bool pipeline(Conn &c, const Opts &o, ibv_wc_opcode op, F one)
+{
+	uint32_t posted = 0, done = 0;
+	ibv_wc wc;
+
+	while (done < o.iters) {
+		while (posted < o.iters && posted - done < o.depth)
+			if (!one(posted++))
+				return false;
+		if (!poll_one(c, wc))
+			return false;
+		CHECK(wc.wr_id == done && wc.opcode == op,
+		      "completion %u: wr_id %" PRIu64 " opcode %d, expected "
+		      "opcode %d", done, wc.wr_id, wc.opcode, op);
+		done++;
+	}
+	return true;
+}
+
+int client(const Opts &o)
+{
+	Conn c;
+	Layout l(o);
+
+	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
+		return 1;
+
+	// write: slot i of the server gets pattern i
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], i, o.size);
+	pipeline(c, o, IBV_WC_RDMA_WRITE, [&](uint32_t i) {
+		size_t off = size_t(i) * o.size;
+		return post(c, IBV_WR_RDMA_WRITE, i, off, o.size,
+			    c.peer.addr + off);
+	});
+	sync_peer(c);	// the server checks the slots
+	sync_peer(c);	// and refills them with pattern ITERS + i
+
+	// read: slot i comes back with pattern ITERS + i
+	memset(c.buf.data(), 0, l.slots);
+	pipeline(c, o, IBV_WC_RDMA_READ, [&](uint32_t i) {
+		size_t off = size_t(i) * o.size;
+		return post(c, IBV_WR_RDMA_READ, i, off, o.size,
+			    c.peer.addr + off);
+	});
+	for (uint32_t i = 0; i < o.iters; i++) {
+		check_msg("READ", i, &c.buf[size_t(i) * o.size], o.iters + i, o.size);
+	}
+	sync_peer(c);	// the reads are done
+	sync_peer(c);	// the server posted its receives
+
+	// send: message i is pattern 2 * ITERS + i
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
+	pipeline(c, o, IBV_WC_SEND, [&](uint32_t i) {
+		return post(c, IBV_WR_SEND, i, size_t(i) * o.size, o.size, 0);
+	});
+	sync_peer(c);	// the server checks the messages
+
+	// fadd: ITERS fetch-and-adds of 1 on the server's word (zeroed)
+	pipeline(c, o, IBV_WC_FETCH_ADD, [&](uint32_t i) {
+		return post(c, IBV_WR_ATOMIC_FETCH_AND_ADD, i,
+			    l.results + 8 * size_t(i), 8,
+			    c.peer.addr + l.word, 1);
+	});
+	std::vector<uint8_t> seen(o.iters, 0);
+	for (uint32_t i = 0; i < o.iters; i++) {
+		uint64_t v;
+		memcpy(&v, &c.buf[l.results + 8 * size_t(i)], 8);
+		CHECK(v < o.iters && !seen[v],
+		      "fetch-and-add %u fetched %" PRIu64 " (%s)", i, v,
+		      v < o.iters ? "twice" : "out of range");
+		if (v < o.iters)
+			seen[v] = 1;
+	}
+	// cswap: one at a time, ITERS -> ITERS + 1 -> ...
+	for (uint32_t i = 0; i < o.iters; i++) {
+		ibv_wc wc;
+		if (!post(c, IBV_WR_ATOMIC_CMP_AND_SWP, i, l.results, 8,
+			  c.peer.addr + l.word, o.iters + i, o.iters + i + 1) ||
+		    !poll_one(c, wc))
+			break;
+		uint64_t v;
+		memcpy(&v, &c.buf[l.results], 8);
+		CHECK(v == o.iters + i,
+		      "compare-and-swap %u fetched %" PRIu64 ", expected %u",
+		      i, v, o.iters + i);
+	}
+	// the word, read back
+	ibv_wc wc;
+	if (post(c, IBV_WR_RDMA_READ, 0, l.word, 8, c.peer.addr + l.word) &&
+	    poll_one(c, wc)) {
+		uint64_t v;
+		memcpy(&v, &c.buf[l.word], 8);
+		CHECK(v == 2ull * o.iters, "atomic word %" PRIu64
+		      ", expected %u", v, 2 * o.iters);
+	}
+	sync_peer(c);
+	printf("client: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+int server(const Opts &o)
+{
+	Conn c;
+	Layout l(o);
+
+	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
+		return 1;
+
+	sync_peer(c);	// the client's writes are complete
+	for (uint32_t i = 0; i < o.iters; i++) {
+		check_msg("WRITE", i, &c.buf[size_t(i) * o.size], i, o.size);
+	}
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], o.iters + i, o.size);
+	sync_peer(c);
+
+	sync_peer(c);	// the client read the slots
+	// receives for the client's sends
+	memset(c.buf.data(), 0, l.slots);
+	for (uint32_t i = 0; i < o.iters; i++) {
+		ibv_sge sge = { uint64_t(uintptr_t(&c.buf[size_t(i) * o.size])),
+				o.size, c.mr->lkey };
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		int err = ibv_post_recv(c.qp, &wr, &bad);
+		CHECK(!err, "ibv_post_recv: %s", strerror(err));
+	}
+	sync_peer(c);
+	for (uint32_t i = 0; i < o.iters; i++) {
+		ibv_wc wc;
+		if (!poll_one(c, wc))
+			break;
+		CHECK(wc.wr_id == i && wc.byte_len == o.size,
+		      "receive %u: wr_id %" PRIu64 ", %u bytes", i, wc.wr_id,
+		      wc.byte_len);
+		check_msg("SEND", i, &c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
+	}
+	sync_peer(c);
+	sync_peer(c);	// the atomics are done
+	printf("server: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	Opts o;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "p:n:s:d:")) != -1) {
+		switch (opt) {
+		case 'p': o.port = atoi(optarg); break;
+		case 'n': o.iters = uint32_t(atoi(optarg)); break;
+		case 's': o.size = uint32_t(atoi(optarg)); break;
+		case 'd': o.depth = uint32_t(atoi(optarg)); break;
+		default: return 2;
+		}
+	}
+	if (argc - optind < 2 || argc - optind > 3 || !o.iters || !o.size ||
+	    !o.depth || o.depth > 255) {
+		fprintf(stderr, "usage: sroce-wire DEV GID_INDEX [-p PORT] "
+				"[-n ITERS] [-s SIZE] [-d DEPTH] [PEER]\n");
+		return 2;
+	}
+	o.dev = argv[optind];
+	o.gidx = atoi(argv[optind + 1]);
+	if (argc - optind == 3)
+		o.peer = argv[optind + 2];
+	return o.peer ? client(o) : server(o);
+}
