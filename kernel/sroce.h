@@ -259,9 +259,11 @@ struct sroce_req {
  *       progress names, a reference; its PD checks memory accesses, its
  *       WQEs receive and its CQ completes
  * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
- * @atomics: the last SROCE_MAX_RD_ATOMIC atomics executed (PSN and the
- *           value fetched), answered again if they come again
- * @atomic_next: where the next one is recorded in @atomics
+ * @res: the responder resources: the last SROCE_MAX_RD_ATOMIC READs and
+ *       atomics taken, so that a duplicate is answered again (a READ from
+ *       memory, an atomic with the value it fetched, never executed twice)
+ *       and a PSN no request had is ignored
+ * @res_next: where the next one is recorded in @res
  */
 struct sroce_resp {
 	u32 epsn;
@@ -282,13 +284,16 @@ struct sroce_resp {
 	u32 read_psn;
 	struct sroce_srq *srq;
 	u32 xrc_srqn;
-	struct sroce_atomic_res {
-		u64 orig;
-		u32 psn;
-		bool valid;
-	} atomics[SROCE_MAX_RD_ATOMIC];
-	u32 atomic_next;
+	struct sroce_res {
+		u64 orig;	/* atomic: the value fetched */
+		u32 first_psn;
+		u32 last_psn;	/* READ: of its last response */
+		u8 kind;	/* SROCE_RES_* */
+	} res[SROCE_MAX_RD_ATOMIC];
+	u32 res_next;
 };
+
+enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };
 
 /**
  * struct sroce_srq - a shared receive queue

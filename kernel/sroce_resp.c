@@ -413,6 +413,35 @@ static void sroce_resp_read_empty(struct sroce_qp *qp, u32 psn)
 	sroce_resp_xmit(qp, skb);
 }
 
+/* Remember a READ or atomic taken, for its duplicates. */
+static void sroce_resp_res_add(struct sroce_qp *qp, u8 kind, u32 first_psn,
+			       u32 last_psn, u64 orig)
+{
+	struct sroce_res *res;
+
+	res = &qp->resp.res[qp->resp.res_next++ % SROCE_MAX_RD_ATOMIC];
+	res->kind = kind;
+	res->first_psn = first_psn;
+	res->last_psn = last_psn;
+	res->orig = orig;
+}
+
+/* The READ or atomic taken whose PSNs include @psn, or NULL. */
+static struct sroce_res *sroce_resp_res_find(struct sroce_qp *qp, u32 psn)
+{
+	int i;
+
+	for (i = 0; i < SROCE_MAX_RD_ATOMIC; i++) {
+		struct sroce_res *res = &qp->resp.res[i];
+
+		if (res->kind != SROCE_RES_FREE &&
+		    !sroce_psn_before(psn, res->first_psn) &&
+		    !sroce_psn_before(res->last_psn, psn))
+			return res;
+	}
+	return NULL;
+}
+
 /* A READ request (@dup: a duplicate, answered again from memory). */
 static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 					      struct sk_buff *skb, bool dup)
@@ -434,9 +463,12 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 			return SROCE_RESP_NAK_ACCESS;
 	}
 	if (!dup) {
+		u32 npsn = max_t(u32, 1, DIV_ROUND_UP(len, qp->mtu));
+
 		r->msn++;
-		r->epsn = (psn + max_t(u32, 1, DIV_ROUND_UP(len, qp->mtu))) &
-			  SROCE_PSN_MASK;
+		r->epsn = (psn + npsn) & SROCE_PSN_MASK;
+		sroce_resp_res_add(qp, SROCE_RES_READ, psn,
+				   (psn + npsn - 1) & SROCE_PSN_MASK, 0);
 	}
 	if (!len) {
 		sroce_resp_read_empty(qp, psn);
@@ -470,7 +502,6 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	struct sroce_atmeth *a = sroce_pkt_hdr(skb, SROCE_OP_ATMETH);
 	u64 va = be64_to_cpu(a->va);
 	u32 psn = SROCE_PKT(skb)->psn;
-	struct sroce_atomic_res *res;
 	struct sroce_map *mr;
 	u64 orig;
 
@@ -492,10 +523,7 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 
 	qp->resp.msn++;
 	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;
-	res = &qp->resp.atomics[qp->resp.atomic_next++ % SROCE_MAX_RD_ATOMIC];
-	res->psn = psn;
-	res->orig = orig;
-	res->valid = true;
+	sroce_resp_res_add(qp, SROCE_RES_ATOMIC, psn, psn, orig);
 	sroce_resp_atomic_ack(qp, psn, orig);
 	return SROCE_RESP_DONE;
 }
@@ -515,27 +543,26 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	u8 opcode = SROCE_PKT(skb)->opcode;
 	u32 psn = SROCE_PKT(skb)->psn;
-	int i;
+	struct sroce_res *res;
 
 	if (SROCE_OP_BASE(opcode) == SROCE_RC_READ_REQ) {
 		/*
-		 * Answered again from memory. A READ still being answered is
-		 * later than this one: the requester sends it again too.
+		 * Answered again from memory (from its middle, if the
+		 * requester asks so). A READ still being answered is later
+		 * than this one: the requester sends it again too.
 		 */
+		res = sroce_resp_res_find(qp, psn);
+		if (!res || res->kind != SROCE_RES_READ)
+			return;
 		sroce_resp_read_stop(qp);
 		sroce_resp_read(qp, skb, true);
 		return;
 	}
 	if (sroce_opinfo[opcode].flags & SROCE_OP_ATOMIC) {
-		/* Executed once; its fetched value is sent again. */
-		for (i = 0; i < SROCE_MAX_RD_ATOMIC; i++) {
-			struct sroce_atomic_res *res = &qp->resp.atomics[i];
-
-			if (res->valid && res->psn == psn) {
-				sroce_resp_atomic_ack(qp, psn, res->orig);
-				break;
-			}
-		}
+		/* Executed once; the value it fetched is sent again. */
+		res = sroce_resp_res_find(qp, psn);
+		if (res && res->kind == SROCE_RES_ATOMIC)
+			sroce_resp_atomic_ack(qp, psn, res->orig);
 		return;
 	}
 	sroce_resp_ack(qp, (qp->resp.epsn - 1) & SROCE_PSN_MASK,
@@ -796,5 +823,5 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	sroce_resp_read_stop(qp);
 	qp->resp.rwqe_valid = false;
 	qp->resp.nak_sent = false;
-	memset(qp->resp.atomics, 0, sizeof(qp->resp.atomics));
+	memset(qp->resp.res, 0, sizeof(qp->resp.res));
 }

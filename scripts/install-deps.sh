@@ -8,6 +8,7 @@ pkgs=(
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli
+	tshark python3-scapy
 )
 missing=()
 for p in "${pkgs[@]}"; do

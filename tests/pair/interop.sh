@@ -1,32 +1,89 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 # Standard applications between two VMs, each VM with the RDMA device
-# $KIND (sroce or rxe): ibverbs pingpongs with buffer checks and perftest
-# bandwidth tests, each once with VM a as server and once with VM b.
+# $KIND (sroce or rxe): ibverbs pingpongs with buffer checks, perftest
+# bandwidth tests and the rdma_cm applications, each once with VM a as
+# server and once with VM b. First, VM a captures a short mix of RC, UC
+# and UD traffic of both sides, which must decode as RoCEv2 with correct
+# ICRCs.
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
+my6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
 # Both sides up before the first step (the client's retries cover the rest).
 busybox ping -c 2 -W 10 "$PEER4" >/dev/null
-
+wire=$repo/tests/bin/sroce-wire
 port=18600
+
+if [ "$ROLE" = a ]; then
+	tshark -q -i eth0 -f 'udp port 4791' -w /tmp/roce.pcap 2>/dev/null &
+	tshark_pid=$!
+	sleep 3
+fi
+for app in rc uc ud; do
+	port=$((port + 1))
+	args="-d $dev -g $gidx -p $port -n 10 -s 1000 -c"
+	step "capture: ibv_${app}_pingpong" a \
+		"ibv_${app}_pingpong $args" "ibv_${app}_pingpong $args $PEER4"
+done
+port=$((port + 1))
+step "capture: RC write/read/send/atomics (sroce-wire)" a \
+	"$wire $dev $gidx -p $port -n 10 -s 3000" \
+	"$wire $dev $gidx -p $port -n 10 -s 3000 $PEER4"
+if [ "$ROLE" = a ]; then
+	sleep 1
+	kill -INT $tshark_pid
+	wait_for 20 eval '! kill -0 $tshark_pid 2>/dev/null' ||
+		kill -KILL $tshark_pid
+	cp /tmp/roce.pcap /tmp/out/ 2>/dev/null
+	out=$(timeout 120 /usr/bin/python3 "$(dirname "$0")/roce_pcap.py" \
+		/tmp/roce.pcap 2>&1)
+	if [ $? = 0 ]; then
+		echo "ok   capture decodes as RoCEv2 with correct ICRCs"
+		passed=$((passed + 1))
+	else
+		echo "FAIL capture decodes as RoCEv2 with correct ICRCs"
+		failed=$((failed + 1))
+	fi
+	echo "$out" | sed 's/^/    /'
+fi
+
 for s in a b; do
 	c=$([ $s = a ] && echo b || echo a)
 	for app in rc uc ud; do
 		port=$((port + 1))
 		size=4096; [ $app = ud ] && size=1024
-		args="-d $dev -g $gidx -p $port -n 200 -s $size -c"
+		args="-d $dev -g $gidx -p $port -n 100 -s $size -c"
 		step "ibv_${app}_pingpong server $s client $c" $s \
 			"ibv_${app}_pingpong $args" "ibv_${app}_pingpong $args $PEER4"
 	done
 	for t in write read send atomic; do
 		port=$((port + 1))
-		args="-d $dev -x $gidx -p $port -F -n 200"
+		args="-d $dev -x $gidx -p $port -F -n 100"
 		[ $t != atomic ] && args+=" -s 65536"
 		step "ib_${t}_bw server $s client $c" $s \
 			"ib_${t}_bw $args" "ib_${t}_bw $args $PEER4"
 	done
+	# rdma_cm: address and route resolution, CM MADs on QP1, then data
+	port=$((port + 1))
+	step "rping -V server $s client $c" $s \
+		"rping -s -a $MY4 -p $port -C 10 -S 4000 -V" \
+		"rping -c -a $PEER4 -p $port -C 10 -S 4000 -V"
+	port=$((port + 1))
+	step "rping -V IPv6 server $s client $c" $s \
+		"rping -s -a $my6 -p $port -C 5 -S 30000 -V" \
+		"rping -c -a $PEER6 -p $port -C 5 -S 30000 -V"
+	port=$((port + 1))
+	step "ucmatose server $s client $c" $s \
+		"ucmatose -p $port -c 2 -C 10" "ucmatose -s $PEER4 -p $port -c 2 -C 10"
+	port=$((port + 1))
+	step "udaddy server $s client $c" $s \
+		"udaddy -c 2 -C 10" "udaddy -s $PEER4 -c 2 -C 10"
+	port=$((port + 1))
+	step "rdma_server/rdma_client server $s client $c" $s \
+		"rdma_server -p $port" "rdma_client -s $PEER4 -p $port"
 done
+[ $KIND = sroce ] && echo "$ROLE counters: $(counters)"
 echo "$ROLE: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -7,15 +7,16 @@
 # rdma_up: bring up $KIND on eth0; sets $dev and $gidx (the RoCEv2 GID of
 # $MY4: rxe lists RoCE v1 and v2 entries per address, sroce only v2).
 rdma_up() {
+	modprobe -a ib_uverbs rdma_ucm || return 1
 	case "${KIND:-sroce}" in
 	rxe)
-		modprobe -a crc32_generic rdma_rxe ib_uverbs &&
-			rdma link add rxe0 type rxe netdev eth0 || return 1
-		dev=rxe0 ;;
+		dev=rxe0
+		ibdev_exists $dev || { modprobe -a crc32_generic rdma_rxe &&
+			rdma link add rxe0 type rxe netdev eth0; } || return 1 ;;
 	sroce)
-		modprobe ib_uverbs && load_sroce || return 1
-		link_add sroce0 eth0
-		dev=sroce0 ;;
+		dev=sroce0
+		ibdev_exists $dev || { load_sroce && link_add sroce0 eth0; } ||
+			return 1 ;;
 	*) echo "unknown KIND $KIND" >&2; return 1 ;;
 	esac
 	gidx=$(roce_v2_gid_index "$dev" "$MY4") || {
@@ -45,22 +46,31 @@ roce_v2_gid_index() {
 # server side alike, and counts into $passed/$failed.
 passed=0 failed=0
 step() {
-	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i
+	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i start=$SECONDS
 	if [ "$ROLE" = "$srole" ]; then
 		out=$(timeout 120 bash -c "$scmd" 2>&1); rc=$?
 	else
 		for i in $(seq 60); do
 			out=$(timeout 120 bash -c "$ccmd" 2>&1); rc=$?
 			[ $rc = 0 ] && break
-			grep -qiE "couldn't connect|unable to init the socket|connection refused|couldn't connect" <<<"$out" || break
+			# The server is not listening yet: try again.
+			grep -qiE "couldn't connect|unable to init the socket|refused|REJECTED|UNREACHABLE|could not connect" <<<"$out" ||
+				break
 			sleep 1
 		done
 	fi
 	if [ $rc = 0 ]; then
-		echo "ok   $name"; passed=$((passed + 1))
+		echo "ok   $name ($((SECONDS - start)) s)"; passed=$((passed + 1))
 	else
 		echo "FAIL $name (rc $rc)"; echo "$out" | tail -n 20 | sed 's/^/    /'
 		failed=$((failed + 1))
 	fi
 	echo "$out" >> /tmp/out/steps.log
+}
+
+# counters: the transport's nonzero error counters, on one line
+counters() {
+	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
+		paste - - | grep -E 'retrans|timeout|dup|seq|nak|drop' |
+		grep -v '	0$' | tr '\t\n' '= '
 }

@@ -11,8 +11,6 @@ rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
 busybox ping -c 2 -W 10 "$PEER4" >/dev/null
 
-counters() { rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
-	paste - - | grep -E 'retrans|timeout|dup|seq|nak|drop' | tr '\n' ' '; }
 
 wire_step() { # NAME PORT
 	step "$1 (server a)" a "$wire $dev $gidx -p $2 -n ${N:-200}" \

@@ -4,7 +4,8 @@
 // lossy links and for interop with other RoCE devices. The client moves
 // data, the server serves memory and receives; they meet over TCP.
 //
-//   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH] [PEER]
+//   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH] [-V]
+//              [PEER]
 //
 // Without PEER it is the server. The client, with up to DEPTH requests in
 // flight each time:
@@ -19,6 +20,11 @@
 //           the word, read back, ITERS;
 //   cswap:  ITERS compare-and-swaps, one at a time, each from i to i+1.
 // Both print "N failures" and exit non-zero on any.
+//
+// With -V the server is a victim for crafted packets instead: it connects
+// its QP to what the peer tells it, syncs, waits for the peer's second
+// sync, and then checks that its registered buffer is still all zeros,
+// reporting the QP's state.
 #include "check.h"
 
 #include <arpa/inet.h>
@@ -44,6 +50,7 @@ struct Opts {
 	uint32_t iters = 200;
 	uint32_t size = 16384;
 	uint32_t depth = 16;
+	bool victim = false;
 };
 
 // What each side tells the other (network byte order not needed: both
@@ -410,11 +417,35 @@ int client(const Opts &o)
 	return failures ? 1 : 0;
 }
 
+// -V: nothing the peer sends may change memory.
+int victim(const Opts &o)
+{
+	Conn c;
+	Layout l(o);
+
+	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c) ||
+	    !sync_peer(c))
+		return 1;
+	size_t n = 0;
+	for (uint8_t b : c.buf)
+		n += b != 0;
+	CHECK(!n, "%zu bytes of the victim's MR changed", n);
+	ibv_qp_attr a;
+	ibv_qp_init_attr ia;
+	if (!ibv_query_qp(c.qp, &a, IBV_QP_STATE, &ia))
+		printf("victim: QP %#x is in state %d\n", c.qp->qp_num,
+		       a.qp_state);
+	printf("victim: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int server(const Opts &o)
 {
 	Conn c;
 	Layout l(o);
 
+	if (o.victim)
+		return victim(o);
 	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
 		return 1;
 
@@ -462,8 +493,9 @@ int main(int argc, char **argv)
 	Opts o;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "p:n:s:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:s:d:V")) != -1) {
 		switch (opt) {
+		case 'V': o.victim = true; break;
 		case 'p': o.port = atoi(optarg); break;
 		case 'n': o.iters = uint32_t(atoi(optarg)); break;
 		case 's': o.size = uint32_t(atoi(optarg)); break;
@@ -474,7 +506,7 @@ int main(int argc, char **argv)
 	if (argc - optind < 2 || argc - optind > 3 || !o.iters || !o.size ||
 	    !o.depth || o.depth > 255) {
 		fprintf(stderr, "usage: sroce-wire DEV GID_INDEX [-p PORT] "
-				"[-n ITERS] [-s SIZE] [-d DEPTH] [PEER]\n");
+				"[-n ITERS] [-s SIZE] [-d DEPTH] [-V] [PEER]\n");
 		return 2;
 	}
 	o.dev = argv[optind];

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""Attack a victim RC QP (sroce-wire -V on the other VM) with RoCEv2
+packets crafted by scapy: bad ICRCs, truncated headers, unknown opcodes,
+headers too short for their opcode, QPNs that do not exist, PSNs far
+outside the window, a duplicate READ nobody asked before, an RDMA WRITE
+whose RETH length runs past the MR, then random packets with correct
+ICRCs. Prints how many of each it sent, as "sent KIND N".
+
+    hostile.py VICTIM_IP PORT MY_IP
+"""
+import random
+import socket
+import struct
+import sys
+import time
+
+from scapy.all import IP, UDP, Raw, conf, send
+
+from roce import icrc
+
+DEST = struct.Struct('<II16sIIQ')  # sroce-wire's Dest
+MY_PSN = 0x123456
+FAKE_QPN = 0xabcde
+sent = {}
+
+
+def bth(opcode, qpn, psn, pad=0, tver=0, ackreq=True):
+    return struct.pack('>BBHII', opcode, (pad << 4) | tver, 0xffff,
+                       qpn & 0xffffff, (ackreq << 31) | (psn & 0xffffff))
+
+
+def reth(va, rkey, length):
+    return struct.pack('>QIi', va, rkey, length)
+
+
+def roce(victim, me, payload, good_icrc=True, with_icrc=True):
+    pkt = (IP(src=me, dst=victim, ttl=64, flags='DF') /
+           UDP(sport=random.randint(49152, 65535), dport=4791, chksum=0) /
+           Raw(payload + (b'\0' * 4 if with_icrc else b'')))
+    raw = bytes(pkt)
+    if with_icrc:
+        crc = icrc(raw)
+        if not good_icrc:
+            crc = bytes([crc[0] ^ 0x5a]) + crc[1:]
+        raw = raw[:-4] + crc
+    return IP(raw)
+
+
+def fire(kind, pkts):
+    for p in pkts:
+        send(p, verbose=0)
+        time.sleep(0.01)
+    sent[kind] = sent.get(kind, 0) + len(pkts)
+
+
+def sync(s):
+    s.sendall(b's')
+    if s.recv(1) != b's':
+        sys.exit('victim went away')
+
+
+def main():
+    victim, port, me = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    conf.verb = 0
+    for _ in range(600):
+        try:
+            s = socket.create_connection((victim, port))
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        sys.exit('no victim')
+    buf = b''
+    while len(buf) < DEST.size:
+        buf += s.recv(DEST.size - len(buf))
+    qpn, _, _, rkey, _, addr = DEST.unpack(buf)
+    gid = bytes(10) + b'\xff\xff' + socket.inet_aton(me)
+    s.sendall(DEST.pack(FAKE_QPN, MY_PSN, gid, 0, 0, 0))
+    sync(s)  # the victim's QP is connected to FAKE_QPN, expecting MY_PSN
+
+    send_only = 0x04
+    good = bth(send_only, qpn, MY_PSN) + bytes(64)
+    fire('bad_icrc', [roce(victim, me, good, good_icrc=False)
+                      for _ in range(20)])
+    fire('truncated', [roce(victim, me, (good + bytes(4))[:n],
+                            with_icrc=False) for n in range(16)])
+    unknown = [0x1e, 0x1f, 0x38, 0x3f, 0x44, 0x5f, 0x7f, 0x9f, 0xbf, 0xc0,
+               0xdf, 0xff]
+    fire('unknown_opcode', [roce(victim, me, bth(op, qpn, MY_PSN) +
+                                 bytes(32)) for op in unknown])
+    fire('short_header', [
+        roce(victim, me, bth(0x06, qpn, MY_PSN) + bytes(8)),   # RETH cut
+        roce(victim, me, bth(0x64, qpn, MY_PSN) + bytes(4)),   # DETH cut
+        roce(victim, me, bth(0x11, qpn, MY_PSN) + bytes(2)),   # AETH cut
+        roce(victim, me, bth(send_only, qpn, MY_PSN, pad=3)),  # pad > data
+        roce(victim, me, bth(send_only, qpn, MY_PSN, tver=1) + bytes(8)),
+    ])
+    fire('no_qp', [roce(victim, me, bth(send_only, n, MY_PSN) + bytes(8))
+                   for n in (0xfffff0, 0x7ff0, 0x123456)])
+    fire('psn_ahead', [roce(victim, me, bth(send_only, qpn,
+                                            MY_PSN + 0x400000) + bytes(8))])
+    fire('psn_behind', [
+        roce(victim, me, bth(send_only, qpn, MY_PSN - 0x400000) + bytes(8)),
+        roce(victim, me, bth(0x0c, qpn, MY_PSN - 5) +
+             reth(addr, rkey, 64)),                       # READ, never asked
+        roce(victim, me, bth(0x13, qpn, MY_PSN - 7) +         # CMP_SWAP
+             struct.pack('>QIQQ', addr, rkey, 0, 1)),
+    ])
+    # In the window at last: an RDMA WRITE FIRST whose RETH asks for 1 MiB
+    # of a 4 KiB MR. A remote access NAK; the QP goes to the error state.
+    fire('reth_past_mr', [roce(victim, me, bth(0x06, qpn, MY_PSN) +
+                               reth(addr, rkey, 1 << 20) + bytes(1024))])
+    time.sleep(1)
+    fire('qp_in_error', [roce(victim, me, bth(send_only, qpn, MY_PSN + 1) +
+                              bytes(8))])
+    # Random packets with correct ICRCs, to the victim, to QP1, and to
+    # QPNs nobody has.
+    rnd = random.Random(4791)
+    fuzz = []
+    for _ in range(300):
+        body = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(12, 200)))
+        op = rnd.choice([0, 4, 6, 10, 12, 17, 18, 19, 20, 100, 101,
+                         rnd.getrandbits(8)])
+        dst = rnd.choice([qpn, 1, rnd.getrandbits(24)])
+        fuzz.append(roce(victim, me, bth(op, dst, rnd.getrandbits(24),
+                                         pad=rnd.getrandbits(2)) + body))
+    fire('fuzz', fuzz)
+    time.sleep(1)
+    sync(s)
+    for k, v in sent.items():
+        print(f'sent {k} {v}')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+"""RoCEv2 packet helpers for the two-VM tests: the invariant CRC."""
+import struct
+import zlib
+
+
+def _masked(ip):
+    """The bytes the ICRC covers: 8 bytes of ones standing for the LRH,
+    then the IP header, UDP header, BTH and payload with their variant
+    fields set to ones (IPv4 TOS, TTL, checksum; IPv6 traffic class, flow
+    label, hop limit; UDP checksum; the BTH's reserved byte 4)."""
+    b = bytearray(ip)
+    if b[0] >> 4 == 4:
+        ihl = (b[0] & 0xf) * 4
+        b[1] = 0xff
+        b[8] = 0xff
+        b[10:12] = b'\xff\xff'
+    else:
+        ihl = 40
+        b[0] |= 0x0f
+        b[1:4] = b'\xff\xff\xff'
+        b[7] = 0xff
+    b[ihl + 6:ihl + 8] = b'\xff\xff'
+    b[ihl + 8 + 4] = 0xff
+    return b'\xff' * 8 + bytes(b[:-4])
+
+
+def icrc(ip):
+    """The ICRC of a RoCEv2 packet, given from its IP header on (its last
+    4 bytes, the ICRC itself, are not covered)."""
+    return struct.pack('<I', zlib.crc32(_masked(ip)) & 0xffffffff)
+
+
+def icrc_ok(ip):
+    return len(ip) >= 4 and icrc(ip) == bytes(ip[-4:])
+
+
+def with_icrc(ip_without_icrc):
+    """IP packet bytes (lengths already counting 4 ICRC bytes, which are
+    missing) completed with the correct ICRC."""
+    return ip_without_icrc + icrc(ip_without_icrc + b'\0' * 4)
