@@ -345,7 +345,10 @@ struct sroce_ah {
  * @rq: receive ring; @rq_cons is the kernel's consumer index
  * @work: runs the QP's engine (process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
- * @ref: held by the QP table and by each received packet queued to the QP
+ * @inl: while a doorbell runs the engine (under @lock): where its loopback
+ *       packets list their QPs, or NULL
+ * @ref: held by the QP table, by each received packet queued to the QP and
+ *       by a doorbell's struct sroce_inline entry
  * @released: completed when @ref drops to zero
  * @rx_queue: received packets for the engine (own lock)
  * @timer: RNR back-off; queues @work when it fires
@@ -374,6 +377,7 @@ struct sroce_qp {
 	u32 rq_cons;
 	struct work_struct work;
 	bool destroyed;
+	struct sroce_inline *inl;
 	refcount_t ref;
 	struct completion released;
 	struct sk_buff_head rx_queue;
@@ -390,8 +394,22 @@ struct sroce_qp {
 };
 
 /* What the transport keeps about a packet, in skb->cb. */
+/*
+ * The QPs a doorbell runs itself on its way out: those its packets went to
+ * on loopback (each entry holds a reference), so that a reply on the same
+ * host does not wait for a worker to be scheduled. Lives on the
+ * doorbell's stack.
+ */
+#define SROCE_INLINE_MAX 8
+struct sroce_inline {
+	struct sroce_qp *qp[SROCE_INLINE_MAX];
+	int n;
+	int done;	/* entries already run */
+};
+
 struct sroce_pkt {
 	struct sroce_qp *qp;	/* received: its QP, a reference */
+	struct sroce_inline *inl; /* loopback from a doorbell: its list */
 	u32 psn;
 	u32 paylen;		/* payload bytes, without pad */
 	u16 hdr_len;		/* BTH and extended headers */
@@ -590,6 +608,7 @@ int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		    const struct ib_recv_wr **bad_wr);
 void sroce_qp_doorbell(struct sroce_qp *qp);
+bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp);
 
 /* sroce_uapi.c */
 extern const struct uapi_definition sroce_uapi_defs[];

@@ -254,7 +254,11 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_hdr_init();
-	sroce_wq = alloc_workqueue("sroce", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	/*
+	 * Per-CPU and high priority: a packet's QP runs on the CPU that
+	 * received it, before a process busy-polling its CQ there.
+	 */
+	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 	if (!sroce_wq)
 		return -ENOMEM;
 	err = sroce_net_init();

@@ -61,8 +61,11 @@ static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
+	/* skb->cb is ours only when we sent the packet (loopback) */
+	struct sroce_inline *inl = check_icrc ? NULL : pkt->inl;
 	enum sroce_counter why = SROCE_CNT_DROP_MALFORMED;
 	const struct sroce_opinfo *info;
+	struct sroce_qp *qp;
 	struct sroce_bth *bth;
 	unsigned int pad, len;
 	__le32 icrc;
@@ -111,8 +114,11 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
 	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 
-	skb_queue_tail(&pkt->qp->rx_queue, skb);
-	queue_work(sroce_wq, &pkt->qp->work);
+	qp = pkt->qp;
+	skb_queue_tail(&qp->rx_queue, skb);
+	/* From a doorbell on this host: it runs the QP on its way out. */
+	if (!(inl && sroce_inline_add(inl, qp)))
+		queue_work(sroce_wq, &qp->work);
 	return;
 drop:
 	sroce_count(sdev, why);
@@ -358,14 +364,14 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		sroce_push_ip4(skb, av);
 	else
 		sroce_push_ip6(skb, av);
-	icrc = sroce_icrc(skb);
-	memcpy(skb_tail_pointer(skb) - SROCE_ICRC_LEN, &icrc, sizeof(icrc));
-
 	if (loopback) {
+		/* Not on a wire: no ICRC to compute or check. */
 		skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
 		sroce_rcv(sdev, skb, false);
 		return 0;
 	}
+	icrc = sroce_icrc(skb);
+	memcpy(skb_tail_pointer(skb) - SROCE_ICRC_LEN, &icrc, sizeof(icrc));
 	/*
 	 * Multicast also goes to our own members, here rather than by the
 	 * IP stack's multicast loop (which our sockets turn off).

@@ -870,11 +870,12 @@ static bool sroce_qp_will_return(struct sroce_qp *qp)
  * The QP's engine: receive, then send, then flush or drain as the state
  * says. Runs in its work item, or directly in the doorbell's syscall.
  */
-static void sroce_qp_run(struct sroce_qp *qp)
+static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl)
 {
 	bool active;
 
 	mutex_lock(&qp->lock);
+	qp->inl = inl;
 	if (qp->destroyed) {
 		sroce_qp_purge(qp);
 		goto out;
@@ -925,12 +926,36 @@ static void sroce_qp_run(struct sroce_qp *qp)
 	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
 		queue_work(sroce_wq, &qp->work);
 out:
+	qp->inl = NULL;
 	mutex_unlock(&qp->lock);
 }
 
 static void sroce_qp_work(struct work_struct *work)
 {
-	sroce_qp_run(container_of(work, struct sroce_qp, work));
+	sroce_qp_run(container_of(work, struct sroce_qp, work), NULL);
+}
+
+/**
+ * sroce_inline_add - a doorbell's loopback packet was queued to @qp
+ * @inl: the doorbell's list
+ * @qp: the destination QP
+ *
+ * Return: true if the doorbell will run @qp (listed, with a reference);
+ * false if the caller must queue @qp's work (the list is full).
+ */
+bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
+{
+	int i;
+
+	/* Listed and not run yet: that run takes this packet too. */
+	for (i = inl->done; i < inl->n; i++)
+		if (inl->qp[i] == qp)
+			return true;
+	if (inl->n == SROCE_INLINE_MAX)
+		return false;
+	refcount_inc(&qp->ref);
+	inl->qp[inl->n++] = qp;
+	return true;
 }
 
 /**
@@ -941,5 +966,18 @@ static void sroce_qp_work(struct work_struct *work)
  */
 void sroce_qp_doorbell(struct sroce_qp *qp)
 {
-	sroce_qp_run(qp);
+	struct sroce_inline inl = {};
+
+	sroce_qp_run(qp, &inl);
+	/*
+	 * The QPs our packets reached on this host, and those their answers
+	 * reached, in turn: a request and its reply without a worker's
+	 * wakeup. Each run holds only its own QP's lock.
+	 */
+	while (inl.done < inl.n) {
+		struct sroce_qp *peer = inl.qp[inl.done++];
+
+		sroce_qp_run(peer, &inl);
+		sroce_qp_put(peer);
+	}
 }

@@ -295,6 +295,7 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 	sw->done = 1;
 	qp->req.psn = (qp->req.psn + 1) & SROCE_PSN_MASK;
 	qp->req.next = idx + 1;
+	SROCE_PKT(skb)->inl = qp->inl;
 	sroce_pkt_xmit(sdev, &av,
 		       rdma_get_udp_sport(av.flow_label, qp->ibqp.qp_num,
 					  wqe->wr.ud.remote_qpn),
@@ -367,6 +368,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 			qp->req.rd_atomic++;
 	}
 	/* A packet the network drops is the retry timer's to recover. */
+	SROCE_PKT(skb)->inl = qp->inl;
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
 	if (sroce_qp_is_reliable(qp) && !timer_pending(&qp->retry_timer))
 		sroce_comp_arm_retry(qp);

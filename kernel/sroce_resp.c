@@ -44,6 +44,7 @@ static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
 
 static void sroce_resp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
 {
+	SROCE_PKT(skb)->inl = qp->inl;
 	sroce_pkt_xmit(to_sdev(qp->ibqp.device), &qp->av, qp->sport,
 		       qp->loopback, skb);
 }

@@ -38,18 +38,43 @@ install_layout() {
 }
 host_test "make install/uninstall layout" install_layout
 
-# Two VMs joined by a socket link on 127.0.0.1: each adds sroce0 on its eth0
-# (port ACTIVE, its own address in the GID table) and reaches the other.
-pair_link() {
-	local guest='. tests/lib.sh; modprobe ib_uverbs && load_sroce &&
-		link_add sroce0 eth0 &&
-		[ "$(port_field sroce0 state)" = 4 ] &&
-		"$check" gids sroce0 | grep -q "::ffff:$MY4 RoCEv2" &&
-		busybox ping -c 3 -W 10 "$PEER4" >/dev/null && sleep 3'
-	scripts/vm-pair.sh --timeout 300 --out "$repo/build/pair" \
-		-- "MY4=10.0.3.1; $guest" -- "MY4=10.0.3.2; $guest"
+# Two VMs joined by a socket link on 127.0.0.1 (scripts/vm-pair.sh), VM a
+# with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A step
+# passes when it passed on every VM that ran it; each VM's kernel log
+# verdict counts too.
+pair_suite() { # NAME KIND_B SCRIPT...
+	local name=$1 kb=$2 out=$repo/build/pair-$1 line t
+	shift 2
+	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
+	scripts/vm-pair.sh --timeout 1200 --out "$out" \
+		-- "export MY4=10.0.3.1 KIND=sroce; $run" \
+		-- "export MY4=10.0.3.2 KIND=$kb; $run" > "$out.log" 2>&1
+	declare -A verdict=()
+	for t in a b; do
+		while IFS= read -r line; do
+			local st=${line%% *} step=${line#* }
+			step=$(sed -E 's/^ +//; s/ \((rc )?[0-9]+( s)?\)$//' <<<"$step")
+			[ "$st" = FAIL ] || [ -z "${verdict[$step]:-}" ] &&
+				verdict[$step]=$st
+		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null)
+		if grep -q '^vm: FAIL' "$out/$t.log"; then
+			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
+			host_fail=$((host_fail + 1))
+		fi
+	done
+	for t in "${!verdict[@]}"; do
+		if [ "${verdict[$t]}" = ok ]; then
+			echo "ok   pair $name: $t"; host_pass=$((host_pass + 1))
+		else
+			echo "FAIL pair $name: $t (see $out.log)"
+			host_fail=$((host_fail + 1))
+		fi
+	done
+	[ ${#verdict[@]} -gt 0 ] || { echo "FAIL pair $name: no step ran"
+		host_fail=$((host_fail + 1)); }
 }
-host_test "two VMs on a 127.0.0.1 socket link" pair_link
+pair_suite sroce-sroce sroce interop loss hostile
+pair_suite sroce-rxe rxe interop loss
 
 # rdma-core's test suite, unpacked where the VM can read it.
 scripts/rdma-core-tests.sh prepare

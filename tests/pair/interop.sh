@@ -17,9 +17,12 @@ wire=$repo/tests/bin/sroce-wire
 port=18600
 
 if [ "$ROLE" = a ]; then
-	tshark -q -i eth0 -f 'udp port 4791' -w /tmp/roce.pcap 2>/dev/null &
+	rm -f /tmp/roce.pcap
+	dumpcap -q -i eth0 -f 'udp port 4791' -w /tmp/roce.pcap 2>/dev/null &
 	tshark_pid=$!
-	sleep 3
+	# capturing once the file has its header
+	wait_for 60 test -s /tmp/roce.pcap
+	sleep 1
 fi
 for app in rc uc ud; do
 	port=$((port + 1))

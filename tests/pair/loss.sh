@@ -12,11 +12,11 @@ echo "$ROLE: $dev gid index $gidx"
 busybox ping -c 2 -W 10 "$PEER4" >/dev/null
 
 
-wire_step() { # NAME PORT
-	step "$1 (server a)" a "$wire $dev $gidx -p $2 -n ${N:-200}" \
-		"$wire $dev $gidx -p $2 -n ${N:-200} $PEER4"
-	step "$1 (server b)" b "$wire $dev $gidx -p $(($2 + 1)) -n ${N:-200}" \
-		"$wire $dev $gidx -p $(($2 + 1)) -n ${N:-200} $PEER4"
+wire_step() { # NAME PORT (ITERS in $N)
+	step "$1 (server a)" a "$wire $dev $gidx -p $2 -n ${N:-100}" \
+		"$wire $dev $gidx -p $2 -n ${N:-100} $PEER4"
+	step "$1 (server b)" b "$wire $dev $gidx -p $(($2 + 1)) -n ${N:-100}" \
+		"$wire $dev $gidx -p $(($2 + 1)) -n ${N:-100} $PEER4"
 }
 
 wire_step "RC write/read/send/atomics, clean link" 18800
