@@ -386,6 +386,8 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		}
 	}
 
+	/* skb->cb held our packet state; the IP layer reads its own there. */
+	memset(skb->cb, 0, sizeof(skb->cb));
 	skb->dev = sdev->ndev;
 	err = sroce_route(sdev, av, skb);
 	if (err) {

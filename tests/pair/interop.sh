@@ -4,8 +4,8 @@
 # $KIND (sroce or rxe): ibverbs pingpongs with buffer checks, perftest
 # bandwidth tests and the rdma_cm applications, each once with VM a as
 # server and once with VM b. First, VM a captures a short mix of RC, UC
-# and UD traffic of both sides, which must decode as RoCEv2 with correct
-# ICRCs.
+# and UD traffic of both sides over IPv4 and IPv6, which must decode as
+# RoCEv2 with correct ICRCs.
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
@@ -34,6 +34,10 @@ port=$((port + 1))
 step "capture: RC write/read/send/atomics (sroce-wire)" a \
 	"$wire $dev $gidx -p $port -n 10 -s 3000" \
 	"$wire $dev $gidx -p $port -n 10 -s 3000 $PEER4"
+port=$((port + 1))
+step "capture: rping -V over IPv6" a \
+	"rping -s -a $my6 -p $port -C 3 -S 2000 -V" \
+	"rping -c -a $PEER6 -p $port -C 3 -S 2000 -V"
 if [ "$ROLE" = a ]; then
 	sleep 1
 	kill -INT $tshark_pid
