@@ -56,7 +56,7 @@ pair_suite() { # NAME KIND_B SCRIPT...
 			step=$(sed -E 's/^ +//; s/ \((rc )?[0-9]+( s)?\)$//' <<<"$step")
 			[ "$st" = FAIL ] || [ -z "${verdict[$step]:-}" ] &&
 				verdict[$step]=$st
-		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null)
+		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null | tr -d '\r')
 		if grep -q '^vm: FAIL' "$out/$t.log"; then
 			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
 			host_fail=$((host_fail + 1))

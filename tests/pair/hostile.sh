@@ -20,10 +20,11 @@ names="drop_icrc_err drop_malformed drop_no_qp drop_qp_state out_of_sequence
 expect() {
 	local d=$(( $(cnt "$1") - before[$1] ))
 	if [ "$d" "$2" "$3" ]; then
-		echo "ok   $1 grew by $d ($2 $3)"; passed=$((passed + 1))
+		echo "ok   counter $1 $2 $3"; passed=$((passed + 1))
 	else
-		echo "FAIL $1 grew by $d, expected $2 $3"; failed=$((failed + 1))
+		echo "FAIL counter $1 $2 $3"; failed=$((failed + 1))
 	fi
+	echo "    $1 grew by $d"
 }
 
 if [ "$ROLE" = a ]; then
