@@ -46,6 +46,7 @@ pair_suite() { # NAME KIND_B SCRIPT...
 	local name=$1 kb=$2 out=$repo/build/pair-$1 line t
 	shift 2
 	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
+	mkdir -p "$repo/build"
 	scripts/vm-pair.sh --timeout 1200 --out "$out" \
 		-- "export MY4=10.0.3.1 KIND=sroce; $run" \
 		-- "export MY4=10.0.3.2 KIND=$kb; $run" > "$out.log" 2>&1
