@@ -22,6 +22,20 @@ inline int failures;
 		}                                                              \
 	} while (0)
 
+// A send WR of one SGE; the caller adds what its opcode needs.
+inline ibv_send_wr one_sge_wr(ibv_sge *sge, ibv_wr_opcode op, uint64_t id,
+			      unsigned flags = IBV_SEND_SIGNALED)
+{
+	ibv_send_wr wr{};
+
+	wr.wr_id = id;
+	wr.sg_list = sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	return wr;
+}
+
 // Opens the RDMA device called @name, or returns nullptr.
 inline ibv_context *open_device(const char *name)
 {

@@ -96,12 +96,7 @@ bool run_wr(ibv_qp *qp, ibv_cq *cq, ibv_wr_opcode op, uint64_t laddr,
 	    uint64_t id)
 {
 	ibv_sge sge = { laddr, len, lkey };
-	ibv_send_wr wr{}, *bad;
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	ibv_send_wr wr = one_sge_wr(&sge, op, id), *bad;
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	int ret = ibv_post_send(qp, &wr, &bad);

@@ -292,12 +292,7 @@ bool post(Conn &c, ibv_wr_opcode op, uint64_t id, size_t loff,
 {
 	ibv_sge sge = { uint64_t(uintptr_t(c.buf.data() + loff)), len,
 			c.mr->lkey };
-	ibv_send_wr wr{}, *bad;
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	ibv_send_wr wr = one_sge_wr(&sge, op, id), *bad;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = c.peer.rkey;

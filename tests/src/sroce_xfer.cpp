@@ -181,12 +181,7 @@ int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
 	      unsigned flags = IBV_SEND_SIGNALED, uint32_t lkey = 0)
 {
 	ibv_sge sge = { uintptr_t(&s.buf[off]), len, lkey ? lkey : s.mr->lkey };
-	ibv_send_wr wr{}, *bad;
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
+	ibv_send_wr wr = one_sge_wr(&sge, op, id, flags), *bad;
 	wr.imm_data = htonl(0x12345678);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
