@@ -221,9 +221,14 @@ struct sroce_swqe {
  * @rnr_retries: RNR retries left for the oldest WQE
  * @nak_psn: the PSN of the last sequence NAK
  * @rnr_wait: sending is paused until @timer fires
+ * @deadline: when the transport timer expires (jiffies), pushed forward
+ *	on progress without touching the timer itself
+ * @retry_on: the transport timer is running (requests are outstanding)
+ * @rnr_wait: sending is paused until @timer fires
  * @timed_out: the retry timer fired (set by the timer, taken by the engine)
  */
 struct sroce_req {
+	unsigned long deadline;
 	u32 next;
 	u32 sent;
 	u32 psn;
@@ -231,6 +236,7 @@ struct sroce_req {
 	u32 nak_psn;
 	u8 retries;
 	u8 rnr_retries;
+	bool retry_on;
 	bool rnr_wait;
 	bool timed_out;
 };
@@ -345,6 +351,7 @@ struct sroce_ah {
  * @rq: receive ring; @rq_cons is the kernel's consumer index
  * @work: runs the QP's engine (process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
+ * @active: what the engine last published as the SQ's kernel_active
  * @inl: while a doorbell runs the engine (under @lock): where its loopback
  *       packets list their QPs, or NULL
  * @ref: held by the QP table, by each received packet queued to the QP and
@@ -377,6 +384,7 @@ struct sroce_qp {
 	u32 rq_cons;
 	struct work_struct work;
 	bool destroyed;
+	bool active;
 	struct sroce_inline *inl;
 	refcount_t ref;
 	struct completion released;

@@ -96,20 +96,28 @@ static bool sroce_outstanding(struct sroce_qp *qp)
  * @qp: an RC QP, its lock held
  *
  * The timer runs while requests are outstanding: 4.096 us * 2^timeout (the
- * QP attribute; 0 means never), at least one jiffy.
+ * QP attribute; 0 means never), at least one jiffy. Progress only moves
+ * the deadline; a timer that fires early sets itself again for it, and
+ * one that finds nothing outstanding does nothing. That keeps timer
+ * updates out of every packet's path.
  */
 void sroce_comp_arm_retry(struct sroce_qp *qp)
 {
-	unsigned long usecs;
+	unsigned long usecs, deadline;
 
 	if (!qp->attr.timeout || !sroce_outstanding(qp) ||
 	    qp->attr.qp_state != IB_QPS_RTS) {
-		del_timer(&qp->retry_timer);
+		WRITE_ONCE(qp->req.retry_on, false);
 		return;
 	}
 	usecs = (4096UL << qp->attr.timeout) / 1000;
-	mod_timer(&qp->retry_timer,
-		  jiffies + max(1UL, usecs_to_jiffies(usecs)));
+	deadline = jiffies + max(1UL, usecs_to_jiffies(usecs));
+	WRITE_ONCE(qp->req.deadline, deadline);
+	WRITE_ONCE(qp->req.retry_on, true);
+	/* Not set, or set for later than now asked (a shorter timeout). */
+	if (!timer_pending(&qp->retry_timer) ||
+	    time_after(READ_ONCE(qp->retry_timer.expires), deadline))
+		mod_timer(&qp->retry_timer, deadline);
 }
 
 /* UC and UD: a WQE is complete once sent. */
@@ -227,6 +235,11 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 
 	if (qp->attr.qp_state != IB_QPS_RTS || !sroce_outstanding(qp))
 		return;
+	/* Progress since the timer was set: wait for the new deadline. */
+	if (time_before(jiffies, qp->req.deadline)) {
+		mod_timer(&qp->retry_timer, qp->req.deadline);
+		return;
+	}
 	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_TIMEOUTS);
 	if (!qp->req.retries) {
 		sroce_count(to_sdev(qp->ibqp.device),

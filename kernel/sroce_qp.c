@@ -84,7 +84,15 @@ static void sroce_qp_timer(struct timer_list *t)
 static void sroce_qp_retry_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = from_timer(qp, t, retry_timer);
+	unsigned long deadline = READ_ONCE(qp->req.deadline);
 
+	/* Nothing outstanding, or progress moved the deadline on. */
+	if (!READ_ONCE(qp->req.retry_on))
+		return;
+	if (time_before(jiffies, deadline)) {
+		mod_timer(&qp->retry_timer, deadline);
+		return;
+	}
 	WRITE_ONCE(qp->req.timed_out, true);
 	queue_work(sroce_wq, &qp->work);
 }
@@ -867,10 +875,24 @@ static bool sroce_qp_will_return(struct sroce_qp *qp)
 }
 
 /*
+ * Sends a doorbell will take: the engine said it would not come back by
+ * itself, so the provider rings for every WR posted since, and nothing is
+ * outstanding that might need sending again.
+ */
+static bool sroce_qp_sends_owed_doorbell(struct sroce_qp *qp)
+{
+	return !qp->active && !sroce_qp_will_return(qp);
+}
+
+/*
  * The QP's engine: receive, then send, then flush or drain as the state
  * says. Runs in its work item, or directly in the doorbell's syscall.
+ * @peer: run for a loopback packet by another QP's doorbell. Sends posted
+ * here are then left to their own doorbell, which waits for this lock:
+ * releasing it early lets that owner's CPU send while this one goes on.
  */
-static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl)
+static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
+			 bool peer)
 {
 	bool active;
 
@@ -880,8 +902,10 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl)
 		sroce_qp_purge(qp);
 		goto out;
 	}
-	if (qp->attr.qp_state != IB_QPS_RTS)
+	if (qp->attr.qp_state != IB_QPS_RTS && qp->req.retry_on) {
+		qp->req.retry_on = false;
 		del_timer(&qp->retry_timer);
+	}
 
 	sroce_qp_rx(qp);
 
@@ -891,6 +915,8 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl)
 		sroce_qp_flush(qp);
 		break;
 	case IB_QPS_RTS:
+		if (peer && sroce_qp_sends_owed_doorbell(qp))
+			goto out;
 		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
 			qp->req.rnr_wait = false;
 		if (READ_ONCE(qp->req.timed_out)) {
@@ -916,6 +942,7 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl)
 	 * once more for WRs posted before it could see that.
 	 */
 	active = sroce_qp_will_return(qp);
+	qp->active = active;
 	WRITE_ONCE(qp->sq.hdr->kernel_active, active);
 	smp_mb(); /* pairs with the provider's post-then-check */
 	if (!active &&
@@ -932,7 +959,7 @@ out:
 
 static void sroce_qp_work(struct work_struct *work)
 {
-	sroce_qp_run(container_of(work, struct sroce_qp, work), NULL);
+	sroce_qp_run(container_of(work, struct sroce_qp, work), NULL, false);
 }
 
 /**
@@ -968,7 +995,7 @@ void sroce_qp_doorbell(struct sroce_qp *qp)
 {
 	struct sroce_inline inl = {};
 
-	sroce_qp_run(qp, &inl);
+	sroce_qp_run(qp, &inl, false);
 	/*
 	 * The QPs our packets reached on this host, and those their answers
 	 * reached, in turn: a request and its reply without a worker's
@@ -977,7 +1004,7 @@ void sroce_qp_doorbell(struct sroce_qp *qp)
 	while (inl.done < inl.n) {
 		struct sroce_qp *peer = inl.qp[inl.done++];
 
-		sroce_qp_run(peer, &inl);
+		sroce_qp_run(peer, &inl, true);
 		sroce_qp_put(peer);
 	}
 }

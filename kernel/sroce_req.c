@@ -370,7 +370,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	/* A packet the network drops is the retry timer's to recover. */
 	SROCE_PKT(skb)->inl = qp->inl;
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
-	if (sroce_qp_is_reliable(qp) && !timer_pending(&qp->retry_timer))
+	if (sroce_qp_is_reliable(qp) && !qp->req.retry_on)
 		sroce_comp_arm_retry(qp);
 	return 0;
 }
