@@ -270,12 +270,20 @@ struct sroce_req {
  *       memory, an atomic with the value it fetched, never executed twice)
  *       and a PSN no request had is ignored
  * @res_next: where the next one is recorded in @res
+ * @ack_owed: an ACK asked for is not sent yet: it goes out once the packets
+ *            queued now are taken, or before any other answer, so a burst
+ *            of messages gets one ACK (for @ack_psn)
+ * @ack_psn: the PSN the owed ACK acknowledges
+ * @acks_held: ACKs folded into the owed one
  */
 struct sroce_resp {
 	u32 epsn;
 	u32 msn;
 	int opcode;
 	bool nak_sent;
+	bool ack_owed;
+	u32 ack_psn;
+	u32 acks_held;
 	void *rwqe;
 	bool rwqe_valid;
 	u32 offset;
@@ -555,6 +563,7 @@ struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index);
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
 void sroce_resp_reset(struct sroce_qp *qp);
 bool sroce_resp_continue(struct sroce_qp *qp);
+void sroce_resp_flush_ack(struct sroce_qp *qp);
 
 /* sroce_comp.c */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);

@@ -290,7 +290,9 @@ static void sroce_push_udp(struct sk_buff *skb, u16 sport)
 	udph->check = 0;
 }
 
-static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
+/* @wire: the packet leaves the host (looped back, it needs no IP ID) */
+static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
+			   bool wire)
 {
 	struct iphdr *iph;
 
@@ -306,7 +308,10 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av)
 	iph->protocol = IPPROTO_UDP;
 	memcpy(&iph->saddr, &av->sgid.raw[12], sizeof(iph->saddr));
 	memcpy(&iph->daddr, &av->dgid.raw[12], sizeof(iph->daddr));
-	__ip_select_ident(&init_net, iph, 1);
+	if (wire)
+		__ip_select_ident(&init_net, iph, 1);
+	else
+		iph->id = 0;
 	ip_send_check(iph);
 }
 
@@ -386,7 +391,7 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	sroce_count_add(sdev, SROCE_CNT_SENT_BYTES, SROCE_PKT(skb)->paylen);
 	sroce_push_udp(skb, sport);
 	if (av->net_type == RDMA_NETWORK_IPV4)
-		sroce_push_ip4(skb, av);
+		sroce_push_ip4(skb, av, !loopback);
 	else
 		sroce_push_ip6(skb, av);
 	if (loopback) {

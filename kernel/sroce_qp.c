@@ -842,7 +842,7 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 #define SROCE_RX_BUDGET 64
 
 /* Received packets, as far as the responder can take them. */
-static void sroce_qp_rx(struct sroce_qp *qp)
+static void sroce_qp_rx_queue(struct sroce_qp *qp)
 {
 	int budget = SROCE_RX_BUDGET;
 	struct sk_buff *skb;
@@ -864,6 +864,13 @@ static void sroce_qp_rx(struct sroce_qp *qp)
 	}
 	/* A READ is still being answered: come back for the rest. */
 	queue_work(sroce_wq, &qp->work);
+}
+
+static void sroce_qp_rx(struct sroce_qp *qp)
+{
+	sroce_qp_rx_queue(qp);
+	/* One ACK for the requests just taken that asked for one. */
+	sroce_resp_flush_ack(qp);
 }
 
 /* Sends still owed an answer, or a pause: the engine runs again by itself. */

@@ -28,10 +28,19 @@ enum sroce_resp_result {
 	SROCE_RESP_NAK_OP,	/* remote operational error */
 };
 
+/* ACKs folded into one at most, when requests come in a burst. */
+#define SROCE_ACK_COALESCE	16
+
+static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome);
+
 static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
 				      u32 psn, u32 paylen)
 {
 	struct sk_buff *skb;
+
+	/* Answers go out in PSN order: an owed ACK first. */
+	if (qp->resp.ack_owed)
+		sroce_resp_flush_ack(qp);
 
 	/* @opcode is RC's; an XRC target answers with XRC's. */
 	skb = sroce_pkt_alloc(to_sdev(qp->ibqp.device), &qp->av,
@@ -73,6 +82,28 @@ static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
 	else if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_NAK &&
 		 code < ARRAY_SIZE(naks))
 		sroce_count(sdev, naks[code]);
+}
+
+/**
+ * sroce_resp_flush_ack - send the ACK owed for the requests taken so far
+ * @qp: the QP, its lock held
+ */
+void sroce_resp_flush_ack(struct sroce_qp *qp)
+{
+	if (!qp->resp.ack_owed)
+		return;
+	qp->resp.ack_owed = false;
+	qp->resp.acks_held = 0;
+	sroce_resp_ack(qp, qp->resp.ack_psn, SROCE_AETH_ACK_UNLIMITED);
+}
+
+/* A request asked for an ACK: owe it, and send it if enough are owed. */
+static void sroce_resp_ack_later(struct sroce_qp *qp, u32 psn)
+{
+	qp->resp.ack_owed = true;
+	qp->resp.ack_psn = psn;
+	if (++qp->resp.acks_held >= SROCE_ACK_COALESCE)
+		sroce_resp_flush_ack(qp);
 }
 
 /* An ACK or NAK for @psn. */
@@ -701,7 +732,7 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 		}
 		if (rc && (be32_to_cpu(((struct sroce_bth *)skb->data)->apsn) &
 			   SROCE_BTH_ACKREQ))
-			sroce_resp_ack(qp, pkt->psn, SROCE_AETH_ACK_UNLIMITED);
+			sroce_resp_ack_later(qp, pkt->psn);
 		return;
 	case SROCE_RESP_DONE:
 		qp->resp.opcode = -1;
@@ -824,5 +855,7 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	sroce_resp_read_stop(qp);
 	qp->resp.rwqe_valid = false;
 	qp->resp.nak_sent = false;
+	qp->resp.ack_owed = false;
+	qp->resp.acks_held = 0;
 	memset(qp->resp.res, 0, sizeof(qp->resp.res));
 }
