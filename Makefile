@@ -3,7 +3,8 @@
 # make            build sroce.ko, libsroce-rdmav34.so and the tests
 # make run        boot the VM, add sroce0, show it and run traffic
 # make check      boot the VM and run every test
-# make bench      sroce against rdma_rxe, in one VM run (not in CI)
+# make bench      sroce against rdma_rxe, in one VM run (not in CI);
+#                 ROUNDS=N alternations (default 5)
 # make install / make uninstall
 #
 # The kernel is Debian's installed linux-image/linux-headers (scripts/kver.sh),
@@ -35,7 +36,7 @@ check: all
 	scripts/test.sh
 
 bench: all
-	scripts/bench.sh
+	scripts/bench.sh $(ROUNDS)
 
 install: kernel userspace
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \

@@ -7,6 +7,6 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 make -s all >/dev/null
-rounds=${1:-3}
+rounds=${1:-5}
 scripts/vm.sh --out build/bench --timeout 3000 -- scripts/guest-bench.sh "$rounds"
 cat build/bench/table
