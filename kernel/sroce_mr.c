@@ -15,6 +15,8 @@
  * is done.
  */
 #include <linux/highmem.h>
+#include <rdma/ib_umem_odp.h>
+#include <rdma/uverbs_ioctl.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -31,9 +33,60 @@ static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
 
-	ib_umem_release(pin->umem);
+	if (pin->odp)
+		ib_umem_odp_release(pin->odp);
+	else
+		ib_umem_release(pin->umem);
 	kvfree(pin->pages);
 	kfree(pin);
+}
+
+/*
+ * The CPU's page tables changed under an ODP range: forget the pages, so
+ * that the next access faults them in again.
+ */
+static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
+					       notifier);
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	ib_umem_odp_unmap_dma_pages(odp, max_t(u64, ib_umem_start(odp),
+					       range->start),
+				    min_t(u64, ib_umem_end(odp), range->end));
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops sroce_odp_ops = {
+	.invalidate = sroce_odp_invalidate,
+};
+
+/* An ODP range: nothing pinned now (IB_ACCESS_ON_DEMAND). */
+static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
+				       u64 length, int access)
+{
+	struct ib_umem_odp *odp;
+	struct sroce_pin *pin;
+
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	if (!pin)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&pin->ref);
+	odp = ib_umem_odp_get(ibdev, start, length, access, &sroce_odp_ops);
+	if (IS_ERR(odp)) {
+		kfree(pin);
+		return ERR_CAST(odp);
+	}
+	pin->odp = odp;
+	pin->umem = &odp->umem;
+	pin->offset = offset_in_page(start);
+	return pin;
 }
 
 static void sroce_pin_put(struct sroce_pin *pin)
@@ -45,7 +98,8 @@ static void sroce_pin_put(struct sroce_pin *pin)
 /*
  * Pin [start, start + length), writable if @access needs it: pages pinned
  * for reading only (perhaps the shared zero page, or pages still to be
- * copied on write) are never written through the MR.
+ * copied on write) are never written through the MR. With
+ * IB_ACCESS_ON_DEMAND nothing is pinned (sroce_odp_get()).
  */
 static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 				       u64 length, int access)
@@ -55,6 +109,8 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 	unsigned long i = 0;
 	int err;
 
+	if (access & IB_ACCESS_ON_DEMAND)
+		return sroce_odp_get(ibdev, start, length, access);
 	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
@@ -166,15 +222,15 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 {
 	u64 end;
 
+	/* Implicit ODP (the whole address space) is not offered. */
+	if ((access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX)
+		return -EOPNOTSUPP;
 	if (!length || length > SROCE_MAX_MR_SIZE)
 		return -EINVAL;
 	/* Inclusive ends: an iova range may end at 2^64 - 1. */
 	if (check_add_overflow(start, length - 1, &end) ||
 	    check_add_overflow(iova, length - 1, &end))
 		return -EINVAL;
-	/* On-demand paging comes later. */
-	if (access & IB_ACCESS_ON_DEMAND)
-		return -EOPNOTSUPP;
 	return 0;
 }
 
@@ -454,7 +510,9 @@ static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
 					      struct sroce_pin *pin,
 					      int access)
 {
-	if (ib_access_writable(access) && !pin->umem->writable)
+	/* ODP faults each access in for what it needs. */
+	if (!!(access & IB_ACCESS_ON_DEMAND) != !!pin->odp ||
+	    (!pin->odp && ib_access_writable(access) && !pin->umem->writable))
 		return sroce_pin_get(ibdev, pin->umem->address,
 				     pin->umem->length, access);
 	kref_get(&pin->ref);
@@ -646,6 +704,73 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	}
 }
 
+/*
+ * An ODP range: fault in (for writing if @write) the page that holds
+ * [va, va + len), which must not cross a page, and return its kernel
+ * address with the range's umem_mutex held, so that no invalidation takes
+ * the page away until sroce_odp_unlock(). ERR_PTR(-EFAULT) when the page
+ * cannot be had (not mapped, or not writable for a write).
+ */
+static void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
+			    bool write)
+{
+	struct ib_umem_odp *odp = map->pin->odp;
+	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	size_t idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
+	dma_addr_t dma;
+
+	/*
+	 * Present with the access needed: invalidations clear dma_list under
+	 * the mutex, so an entry seen under it stays good while it is held.
+	 */
+	mutex_lock(&odp->umem_mutex);
+	dma = odp->dma_list[idx];
+	if ((dma & bits) != bits) {
+		mutex_unlock(&odp->umem_mutex);
+		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
+			return ERR_PTR(-EFAULT);
+		dma = odp->dma_list[idx];
+		if ((dma & bits) != bits) {
+			mutex_unlock(&odp->umem_mutex);
+			return ERR_PTR(-EFAULT);
+		}
+	}
+	/* Virtual DMA: the "DMA address" is the page's kernel address. */
+	return (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
+	       (uva & (BIT_ULL(odp->page_shift) - 1));
+}
+
+static void sroce_odp_unlock(struct sroce_map *map)
+{
+	mutex_unlock(&map->pin->odp->umem_mutex);
+}
+
+/* Page by page, each faulted in and held only for its copy. */
+static int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+			  bool to_mem)
+{
+	u64 psize = BIT_ULL(map->pin->odp->page_shift);
+
+	while (len) {
+		u64 uva = map->pin->umem->address + (va - map->base);
+		u64 n = min(len, psize - (uva & (psize - 1)));
+		void *addr = sroce_odp_lock(map, va, n, to_mem);
+
+		if (IS_ERR(addr))
+			return PTR_ERR(addr);
+		if (to_mem)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		sroce_odp_unlock(map);
+		va += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
 /**
  * sroce_map_copy - copy between a buffer and the memory a map translates
  * @map: a map from sroce_mem_get() whose range covers [va, va + len)
@@ -653,9 +778,13 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @buf: kernel buffer
  * @len: bytes
  * @to_mem: copy @buf into the memory (else the memory into @buf)
+ *
+ * May sleep (an ODP MR's pages are faulted in).
+ * Return: 0, or -EFAULT when an ODP MR's memory cannot be had (nothing
+ * mapped there, or not writable for a write); some bytes may be copied.
  */
-void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		    bool to_mem)
+int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem)
 {
 	struct sroce_pin *pin = map->pin;
 	u64 off;
@@ -667,12 +796,14 @@ void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 			memcpy(addr, buf, len);
 		else
 			memcpy(buf, addr, len);
-		return;
+		return 0;
 	}
 	if (map->type == SROCE_MAP_FAST) {
 		sroce_fast_copy(map, va, buf, len, to_mem);
-		return;
+		return 0;
 	}
+	if (pin->odp)
+		return sroce_odp_copy(map, va, buf, len, to_mem);
 
 	off = va - map->base + pin->offset;
 	while (len) {
@@ -690,10 +821,57 @@ void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		off += n;
 		len -= n;
 	}
+	return 0;
 }
 
 /* Serialises every atomic (and atomic write) of the machine's sroce devices. */
 static DEFINE_SPINLOCK(sroce_atomic_lock);
+
+/*
+ * The 8 aligned bytes at @va: read into @old (if not NULL), then @op
+ * computes what to store (if @op is NULL, *@new is stored as is).
+ */
+static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
+			 u64 (*op)(u64 old, u64 a, u64 b), u64 a, u64 b,
+			 const u64 *new)
+{
+	bool odp = map->type == SROCE_MAP_USER && map->pin->odp;
+	void *addr = NULL;
+	u64 orig = 0, val;
+
+	/* ODP: the page is faulted in and held before the spinlock. */
+	if (odp) {
+		addr = sroce_odp_lock(map, va, sizeof(u64), true);
+		if (IS_ERR(addr))
+			return PTR_ERR(addr);
+	}
+	spin_lock_bh(&sroce_atomic_lock);
+	if (odp)
+		memcpy(&orig, addr, sizeof(orig));
+	else if (op)
+		sroce_map_copy(map, va, &orig, sizeof(orig), false);
+	val = op ? op(orig, a, b) : *new;
+	if (odp)
+		memcpy(addr, &val, sizeof(val));
+	else
+		sroce_map_copy(map, va, &val, sizeof(val), true);
+	spin_unlock_bh(&sroce_atomic_lock);
+	if (odp)
+		sroce_odp_unlock(map);
+	if (old)
+		*old = orig;
+	return 0;
+}
+
+static u64 sroce_op_cmp_swap(u64 old, u64 compare, u64 swap)
+{
+	return old == compare ? swap : old;
+}
+
+static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
+{
+	return old + add;
+}
 
 /**
  * sroce_map_atomic - an 8-byte atomic on the memory a map translates
@@ -702,24 +880,17 @@ static DEFINE_SPINLOCK(sroce_atomic_lock);
  * @compare_add: the value to compare with (CMP_SWAP) or to add
  * @swap: the value to store if equal (CMP_SWAP)
  * @cmp_swap: compare and swap (else fetch and add)
+ * @orig: set to the original value
  *
  * Atomic with respect to every other sroce atomic on the machine.
- * Return: the original value.
+ * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
  */
-u64 sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
-		     u64 swap, bool cmp_swap)
+int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap, u64 *orig)
 {
-	u64 orig, val;
-
-	spin_lock_bh(&sroce_atomic_lock);
-	sroce_map_copy(map, va, &orig, sizeof(orig), false);
-	if (cmp_swap)
-		val = orig == compare_add ? swap : orig;
-	else
-		val = orig + compare_add;
-	sroce_map_copy(map, va, &val, sizeof(val), true);
-	spin_unlock_bh(&sroce_atomic_lock);
-	return orig;
+	return sroce_map_rmw(map, va, orig,
+			     cmp_swap ? sroce_op_cmp_swap : sroce_op_fetch_add,
+			     compare_add, swap, NULL);
 }
 
 /**
@@ -729,10 +900,130 @@ u64 sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
  * @val: the bytes to store, in memory order
  *
  * No other sroce atomic sees the location half written.
+ * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
  */
-void sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {
-	spin_lock_bh(&sroce_atomic_lock);
-	sroce_map_copy(map, va, &val, sizeof(val), true);
-	spin_unlock_bh(&sroce_atomic_lock);
+	return sroce_map_rmw(map, va, NULL, NULL, 0, 0, &val);
+}
+
+/* Does @key name a memory window (rather than an MR or nothing)? */
+static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mem *mem;
+	bool mw;
+
+	rcu_read_lock();
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mw = mem && mem->kind == SROCE_MEM_MW && READ_ONCE(mem->key) == key;
+	rcu_read_unlock();
+	return mw;
+}
+
+/* Bytes faulted in (or looked up) per call, so no lock is held for long. */
+#define SROCE_PREFETCH_CHUNK	SZ_2M
+
+/*
+ * Make an ODP range's pages present for the engine: faulted in (for
+ * writing if @write), or with @fault false only those the CPU has now.
+ */
+static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
+			      bool write, bool fault)
+{
+	struct ib_umem_odp *odp = map->pin->odp;
+	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+
+	while (len) {
+		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
+				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
+
+		if (ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault) < 0)
+			return -EFAULT;
+		mutex_unlock(&odp->umem_mutex);
+		uva += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
+ * sroce_advise_mr - ibv_advise_mr(): prefetch ranges of ODP MRs
+ * @pd: the PD the lkeys must be in
+ * @advice: PREFETCH (readable), PREFETCH_WRITE (writable) or
+ *          PREFETCH_NO_FAULT (what the CPU has mapped now, nothing faulted)
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH (ib_uverbs refuses others); the
+ *         work is always done before returning, so it is always honoured
+ * @sg_list: the ranges, by lkey
+ * @num_sge: how many
+ * @attrs: unused
+ *
+ * Every SGE is checked before anything is done.
+ * Return: 0; -EOPNOTSUPP for another advice; -ENOENT for an lkey that names
+ * no MR (or one that is not ODP); -EINVAL for a memory window's key;
+ * -EPERM for an MR of another PD, or PREFETCH_WRITE of an MR without local
+ * write; -EFAULT for a range outside its MR, or memory that cannot be
+ * faulted in.
+ */
+int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs)
+{
+	struct sroce_dev *sdev = to_sdev(pd->device);
+	bool write = advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	struct sroce_map **maps;
+	int err = 0;
+	u32 i;
+
+	switch (advice) {
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH:
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE:
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	maps = kcalloc(num_sge, sizeof(*maps), GFP_KERNEL);
+	if (!maps)
+		return -ENOMEM;
+	for (i = 0; i < num_sge; i++) {
+		struct sroce_map *map;
+
+		map = sroce_mem_get(sdev, pd, 0, sg_list[i].lkey,
+				    sg_list[i].addr, sg_list[i].length,
+				    write ? IB_ACCESS_LOCAL_WRITE : 0);
+		if (IS_ERR(map)) {
+			switch (PTR_ERR(map)) {
+			case -ENOENT:
+				err = sroce_key_is_mw(sdev, sg_list[i].lkey) ?
+					      -EINVAL : -ENOENT;
+				break;
+			case -ERANGE:
+				err = -EFAULT;
+				break;
+			default: /* -EPERM: PD, -EACCES: not writable */
+				err = -EPERM;
+				break;
+			}
+			goto out;
+		}
+		maps[i] = map;
+		if (map->type != SROCE_MAP_USER || !map->pin->odp) {
+			err = -ENOENT;
+			goto out;
+		}
+	}
+	for (i = 0; i < num_sge && !err; i++)
+		if (sg_list[i].length)
+			err = sroce_odp_prefetch(maps[i], sg_list[i].addr,
+						 sg_list[i].length, write,
+						 fault);
+out:
+	for (i = 0; i < num_sge; i++)
+		if (maps[i])
+			sroce_map_put(maps[i]);
+	kfree(maps);
+	return err;
 }

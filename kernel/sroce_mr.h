@@ -24,9 +24,12 @@ static inline u32 sroce_key_index(u32 key)
 }
 
 /**
- * struct sroce_pin - pinned user pages
+ * struct sroce_pin - pinned user pages, or an on-demand paging range
  * @ref: held by each map that translates through them
  * @umem: the pinned memory (umem->address, ->length: the user range)
+ * @odp: an ODP MR's range (IB_ACCESS_ON_DEMAND; then @umem is its umem and
+ *       @pages is NULL): nothing is pinned, pages are faulted in when an
+ *       access needs them and dropped when the MMU notifier invalidates them
  * @offset: the range's offset within its first page
  * @npages: entries of @pages
  * @pages: every page of the range, in order
@@ -34,6 +37,7 @@ static inline u32 sroce_key_index(u32 key)
 struct sroce_pin {
 	struct kref ref;
 	struct ib_umem *umem;
+	struct ib_umem_odp *odp;
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;
@@ -213,10 +217,13 @@ int sroce_dealloc_mw(struct ib_mw *ibmw);
 int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		  const struct sroce_bind *b);
 void sroce_map_put(struct sroce_map *map);
-void sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		    bool to_mem);
-u64 sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
-		     u64 swap, bool cmp_swap);
-void sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem);
+int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap, u64 *orig);
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
 
 #endif /* SROCE_MR_H */

@@ -346,13 +346,17 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_MAX_QPN)
 		return -EINVAL;
-	/* Applications commonly pass local write and MW bind too. */
+	/*
+	 * Applications commonly pass local write, MW bind and on-demand
+	 * paging too (the flags of their MRs); they mean nothing for a QP.
+	 */
 	if ((mask & IB_QP_ACCESS_FLAGS) &&
 	    (attr->qp_access_flags & ~(IB_ACCESS_LOCAL_WRITE |
 				       IB_ACCESS_REMOTE_WRITE |
 				       IB_ACCESS_REMOTE_READ |
 				       IB_ACCESS_REMOTE_ATOMIC |
-				       IB_ACCESS_MW_BIND)))
+				       IB_ACCESS_MW_BIND |
+				       IB_ACCESS_ON_DEMAND)))
 		return -EINVAL;
 	if ((mask & IB_QP_CAP) && sroce_qp_check_cap(&attr->cap))
 		return -EINVAL;
@@ -745,7 +749,12 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
 		if (IS_ERR(map))
 			return -EACCES;
-		sroce_map_copy(map, sge[i].addr + offset, buf, n, to_mem);
+		if (sroce_map_copy(map, sge[i].addr + offset, buf, n,
+				   to_mem)) {
+			/* ODP memory that is not there (or not writable) */
+			sroce_map_put(map);
+			return -EACCES;
+		}
 		sroce_map_put(map);
 		buf += n;
 		len -= n;

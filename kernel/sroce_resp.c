@@ -365,11 +365,14 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		u64 val;
 
 		memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
-		sroce_map_atomic_write(r->mr, r->va, val);
+		if (sroce_map_atomic_write(r->mr, r->va, val))
+			return SROCE_RESP_NAK_ACCESS;
 		r->resid = 0;
 	} else if (pkt->paylen) {
-		sroce_map_copy(r->mr, r->va, sroce_pkt_payload(skb),
-			       pkt->paylen, true);
+		/* ODP memory that is not there, or not writable */
+		if (sroce_map_copy(r->mr, r->va, sroce_pkt_payload(skb),
+				   pkt->paylen, true))
+			return SROCE_RESP_NAK_ACCESS;
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 	}
@@ -395,6 +398,21 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
  * Make up to a budget of the responses of the READ in resp.read_*;
  * Return: true when all are sent.
  */
+static void sroce_resp_read_stop(struct sroce_qp *qp);
+
+/*
+ * The memory of a READ being answered cannot be read (ODP, unmapped): a
+ * remote access NAK for the response due, and the QP goes to error.
+ */
+static void sroce_resp_read_fail(struct sroce_qp *qp)
+{
+	u32 psn = qp->resp.read_psn;
+
+	sroce_resp_read_stop(qp);
+	sroce_resp_ack(qp, psn, SROCE_AETH_NAK | SROCE_NAK_REM_ACCESS);
+	sroce_qp_error(qp);
+}
+
 static bool sroce_resp_read_more(struct sroce_qp *qp)
 {
 	struct sroce_resp *r = &qp->resp;
@@ -418,8 +436,13 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 			return false;
 		if (sroce_opinfo[op].flags & SROCE_OP_AETH)
 			sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, r->msn);
-		sroce_map_copy(r->read_mr, r->read_va, sroce_pkt_payload(skb),
-			       paylen, false);
+		if (sroce_map_copy(r->read_mr, r->read_va,
+				   sroce_pkt_payload(skb), paylen, false)) {
+			/* ODP memory that is not there: the READ fails */
+			kfree_skb(skb);
+			sroce_resp_read_fail(qp);
+			return true;
+		}
 		sroce_resp_xmit(qp, skb);
 		r->read_psn = (r->read_psn + 1) & SROCE_PSN_MASK;
 		r->read_va += paylen;
@@ -536,6 +559,7 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	u32 psn = SROCE_PKT(skb)->psn;
 	struct sroce_map *mr;
 	u64 orig;
+	int err;
 
 	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
 		return SROCE_RESP_NAK_ACCESS;
@@ -546,12 +570,14 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	if (IS_ERR(mr))
 		return SROCE_RESP_NAK_ACCESS;
 	if (SROCE_OP_BASE(SROCE_PKT(skb)->opcode) == SROCE_RC_CMP_SWAP)
-		orig = sroce_map_atomic(mr, va, be64_to_cpu(a->compare),
-					be64_to_cpu(a->swap_add), true);
+		err = sroce_map_atomic(mr, va, be64_to_cpu(a->compare),
+				       be64_to_cpu(a->swap_add), true, &orig);
 	else
-		orig = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
-					false);
+		err = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
+				       false, &orig);
 	sroce_map_put(mr);
+	if (err)
+		return SROCE_RESP_NAK_ACCESS;
 
 	qp->resp.msn++;
 	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;

@@ -65,7 +65,27 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_mw = SROCE_MAX_MW;
 	attr->max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES;
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
+	/*
+	 * ODP MRs (explicit ranges; not the implicit whole address space) for
+	 * everything the engine reads or writes: each access goes through
+	 * sroce_map_copy(), which faults the pages in.
+	 */
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.uc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.ud_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.xrc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_WRITE |
+		IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC |
+		IB_ODP_SUPPORT_SRQ_RECV;
 	return 0;
 }
 
@@ -333,6 +353,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_srq = sroce_query_srq,
 	.query_ucontext = sroce_query_ucontext,
 	.reg_user_mr = sroce_reg_user_mr,
+	.advise_mr = sroce_advise_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,
 	.resize_cq = sroce_resize_cq,

@@ -47,6 +47,7 @@ void free_context(ibv_context *ibctx) noexcept
 }
 
 const verbs_context_ops context_ops = {
+	.advise_mr = advise_mr,
 	.alloc_mw = alloc_mw,
 	.alloc_parent_domain = alloc_parent_domain,
 	.alloc_pd = alloc_pd,

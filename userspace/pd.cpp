@@ -149,6 +149,14 @@ int dereg_mr(verbs_mr *vmr) noexcept
 	return 0;
 }
 
+// ODP prefetch: the kernel checks every SGE and faults the ranges in before
+// it returns (so IBV_ADVISE_MR_FLAG_FLUSH always holds). Returns an errno.
+int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags,
+	      ibv_sge *sg_list, uint32_t num_sge) noexcept
+{
+	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
+}
+
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept
 {
 	auto *a = new (std::nothrow) ah{};

@@ -290,6 +290,8 @@ ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 	     int access) noexcept;
 int dereg_mr(verbs_mr *vmr) noexcept;
+int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags,
+	      ibv_sge *sg_list, uint32_t num_sge) noexcept;
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept;
 ibv_xrcd *open_xrcd(ibv_context *ibctx, ibv_xrcd_init_attr *attr) noexcept;
 ibv_mw *alloc_mw(ibv_pd *ibpd, ibv_mw_type type) noexcept;

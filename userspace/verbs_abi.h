@@ -356,6 +356,8 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
 		   size_t resp_size);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
+int ibv_cmd_advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags,
+		      ibv_sge *sg_list, uint32_t num_sge);
 int ibv_cmd_query_mr(ibv_pd *pd, verbs_mr *vmr, uint32_t mr_handle);
 int ibv_cmd_alloc_mw(ibv_pd *pd, ibv_mw_type type, ibv_mw *mw,
 		     struct ibv_alloc_mw *cmd, size_t cmd_size,

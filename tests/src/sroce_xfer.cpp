@@ -821,16 +821,27 @@ void t_rereg_errors(Pair &p)
 	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr,
 			   (void *)(UINT64_MAX - 4095), 8192, 0);
 	CHECK(ret == IBV_REREG_MR_ERR_CMD, "range past 2^64: %d", ret);
-	ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND |
-				   IBV_ACCESS_MW_BIND);
-	CHECK(ret == IBV_REREG_MR_ERR_CMD, "unsupported access: %d", ret);
 
 	// None of it touched the MR.
 	fill(p.a, 0, 512, 3);
 	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 512, 30),
 			 IBV_WC_SUCCESS, "write after failed rereg");
 	CHECK(same(p.a, 0, p.b, 0, 512), "data differs");
+
+	// An access change may turn on-demand paging on, and off again: the
+	// keys stay and traffic goes on.
+	for (int odp : { int(IBV_ACCESS_ON_DEMAND), 0 }) {
+		ret = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr,
+				   nullptr, 0,
+				   IBV_ACCESS_LOCAL_WRITE |
+					   IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ | odp);
+		CHECK(ret == 0, "rereg ODP %d: %d errno %d", odp, ret, errno);
+		fill(p.a, 0, 512, uint8_t(4 + odp));
+		expect_eq_status(write_to(p, remote(p.b, 0), rkey, 512, 31),
+				 IBV_WC_SUCCESS, "write after rereg to ODP");
+		CHECK(same(p.a, 0, p.b, 0, 512), "data differs (ODP %d)", odp);
+	}
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg after failures");
 	p.b.mr = nullptr;
 }
@@ -1223,6 +1234,219 @@ void no_remote_write(Pair &p)
 	p.remote_access = IBV_ACCESS_REMOTE_READ;
 }
 
+const int kOdpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		       IBV_ACCESS_ON_DEMAND;
+
+uint8_t *map_anon(size_t len)
+{
+	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+}
+
+// Pages of [m, m + len) the CPU has now.
+size_t resident(uint8_t *m, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	std::vector<unsigned char> vec((len + page - 1) / page);
+	size_t n = 0;
+
+	CHECK(mincore(m, len, vec.data()) == 0, "mincore: %s", strerror(errno));
+	for (unsigned char v : vec)
+		n += v & 1;
+	return n;
+}
+
+// A on-demand paging MR on b's side as the target and the source of RDMA:
+// its pages come and go under the requests, and the bytes stay right.
+void t_odp(Pair &p)
+{
+	const size_t len = 256 << 10;
+	uint8_t *m = map_anon(len);
+	if (!m)
+		return;
+	ibv_mr *odp = ibv_reg_mr(p.b.pd, m, len, kOdpAccess);
+	CHECK(odp, "reg ODP MR: %s", strerror(errno));
+	if (!odp)
+		return;
+	CHECK(resident(m, len) == 0, "registration faulted pages in");
+
+	// WRITE into memory the process never touched: faulted in for it.
+	fill(p.a, 0, 70000, 5);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 70000, 1,
+			uintptr_t(m + 100), odp->rkey) == 0, "post");
+	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK(!memcmp(m + 100, &p.a.buf[0], 70000), "written bytes differ");
+
+	// The CPU changes the memory: a READ sees it.
+	memset(m + 8192, 0x5a, 5000);
+	memset(&p.a.buf[100000], 0, 5000);
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 100000, 5000, 2,
+			uintptr_t(m + 8192), odp->rkey) == 0, "post");
+	expect_wc(p.a, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 5000);
+	CHECK(!memcmp(&p.a.buf[100000], m + 8192, 5000), "read bytes differ");
+
+	// Pages dropped (MMU notifier): the next READ gets the new zero pages,
+	// not the old ones.
+	CHECK(madvise(m, len, MADV_DONTNEED) == 0, "madvise");
+	memset(&p.a.buf[200000], 0xee, 70000);
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 200000, 70000, 3,
+			uintptr_t(m + 100), odp->rkey) == 0, "post");
+	expect_wc(p.a, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 70000);
+	bool zero = true;
+	for (size_t i = 0; i < 70000; i++)
+		zero = zero && p.a.buf[200000 + i] == 0;
+	CHECK(zero, "READ after MADV_DONTNEED returned stale bytes");
+
+	// ODP memory as a local SGE: b SENDs from it, a READs into it.
+	memset(m + 65536, 0x3c, 3000);
+	CHECK(post_recv(p.a, 300000, 3000, 4) == 0, "post recv");
+	ibv_sge sge = { uintptr_t(m + 65536), 3000, odp->lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 5), *bad;
+	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post send");
+	expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
+	expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, 3000);
+	CHECK(!memcmp(&p.a.buf[300000], m + 65536, 3000), "sent bytes differ");
+	fill(p.a, 400000, 9000, 9);
+	sge = { uintptr_t(m + 131072), 9000, odp->lkey };
+	wr = one_sge_wr(&sge, IBV_WR_RDMA_READ, 6);
+	wr.wr.rdma.remote_addr = remote(p.a, 400000);
+	wr.wr.rdma.rkey = p.a.mr->rkey;
+	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post read");
+	expect_wc(p.b, 6, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 9000);
+	CHECK(!memcmp(m + 131072, &p.a.buf[400000], 9000), "READ into ODP");
+
+	// Atomics on ODP memory, one page dropped in between.
+	uint64_t v = 40;
+	memcpy(m + 200000, &v, 8);
+	post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 7, uintptr_t(m + 200000),
+		    odp->rkey, 2, 0);
+	expect_wc(p.a, 7, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD);
+	memcpy(&v, &p.a.buf[0], 8);
+	CHECK(v == 40, "fetched %llu, expected 40", (unsigned long long)v);
+	CHECK(madvise(m + 196608, 8192, MADV_PAGEOUT) == 0 || errno == EINVAL,
+	      "madvise pageout");
+	post_atomic(p.a, IBV_WR_ATOMIC_CMP_AND_SWP, 8, uintptr_t(m + 200000),
+		    odp->rkey, 42, 7);
+	expect_wc(p.a, 8, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP);
+	memcpy(&v, m + 200000, 8);
+	CHECK(v == 7, "after cmp_swap %llu, expected 7", (unsigned long long)v);
+
+	// Memory gone from the process: the peer gets a remote access error,
+	// and nothing else happens (the QPs are in error after this).
+	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 4096, 9,
+			uintptr_t(m + len / 2), odp->rkey) == 0, "post");
+	expect_wc(p.a, 9, IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
+	munmap(m, len / 2);
+}
+
+// ibv_advise_mr(3): what each advice does, and every error it names.
+void t_advise(Pair &p)
+{
+	const size_t len = 1 << 20;
+	uint8_t *m = map_anon(len), *m2 = map_anon(len);
+	if (!m || !m2)
+		return;
+	ibv_mr *rw = ibv_reg_mr(p.b.pd, m, len, kOdpAccess);
+	ibv_mr *ro = ibv_reg_mr(p.b.pd, m, len, IBV_ACCESS_ON_DEMAND);
+	ibv_mr *other = ibv_reg_mr(p.a.pd, m, len, kOdpAccess);
+	ibv_mr *rw2 = ibv_reg_mr(p.b.pd, m2, len, kOdpAccess);
+	CHECK(rw && ro && other && rw2, "reg ODP MRs: %s", strerror(errno));
+	if (!rw || !ro || !other || !rw2)
+		return;
+	auto advise = [&](ibv_advise_mr_advice adv, uint32_t flags, uint64_t addr,
+			  uint32_t l, uint32_t lkey, ibv_pd *pd = nullptr) {
+		ibv_sge sge = { addr, l, lkey };
+		return ibv_advise_mr(pd ? pd : p.b.pd, adv, flags, &sge, 1);
+	};
+	const auto FLUSH = IBV_ADVISE_MR_FLAG_FLUSH;
+
+	// NO_FAULT brings nothing in; PREFETCH_WRITE makes it all present.
+	CHECK(advise(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, FLUSH, uintptr_t(m),
+		     len, rw->lkey) == 0, "NO_FAULT");
+	CHECK(resident(m, len) == 0, "NO_FAULT faulted %zu pages in",
+	      resident(m, len));
+	int ret = advise(IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, FLUSH,
+			 uintptr_t(m), len, rw->lkey);
+	CHECK(ret == 0, "PREFETCH_WRITE: %s", strerror(ret));
+	CHECK(resident(m, len) == len / 4096, "PREFETCH_WRITE left %zu of %zu "
+	      "pages out", len / 4096 - resident(m, len), len / 4096);
+	ret = advise(IBV_ADVISE_MR_ADVICE_PREFETCH, 0, uintptr_t(m2), len / 2,
+		     rw2->lkey);
+	CHECK(ret == 0, "PREFETCH: %s", strerror(ret));
+	CHECK(resident(m2, len) >= len / 2 / 4096, "PREFETCH of half: %zu pages",
+	      resident(m2, len));
+	CHECK(advise(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, 0, uintptr_t(m2),
+		     len, rw2->lkey) == 0, "NO_FAULT async");
+	// Prefetched for reading: the read-only MR may, and the data is right.
+	m[5] = 77;
+	CHECK(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m), 4096,
+		     ro->lkey) == 0, "PREFETCH of a read-only MR");
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 64, 1, uintptr_t(m),
+			rw->rkey) == 0, "post");
+	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 64);
+	CHECK(p.a.buf[5] == 77, "READ after prefetch: %u", p.a.buf[5]);
+
+	// The errors of the man page.
+	auto expect = [&](int got, int want, const char *what) {
+		CHECK(got == want, "%s: %s, expected %s", what, strerror(got),
+		      strerror(want));
+	};
+	expect(advise(ibv_advise_mr_advice(99), FLUSH, uintptr_t(m), 64,
+		      rw->lkey), EOPNOTSUPP, "unknown advice");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, 0x80, uintptr_t(m), 64,
+		      rw->lkey), EINVAL, "unknown flag");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m), 64,
+		      rw->lkey ^ 0xff), ENOENT, "lkey with a wrong tag");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, remote(p.b, 0), 64,
+		      p.b.mr->lkey), ENOENT, "lkey of a pinned (not ODP) MR");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH,
+		      uintptr_t(m) + len - 8, 64, rw->lkey), EFAULT,
+	       "range past the MR");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m) - 4096,
+		      64, rw->lkey), EFAULT, "range before the MR");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, FLUSH, uintptr_t(m),
+		      64, ro->lkey), EPERM, "PREFETCH_WRITE of a read-only MR");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m), 64,
+		      other->lkey), EPERM, "lkey of another PD");
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	CHECK(mw, "alloc MW: %s", strerror(errno));
+	if (mw) {
+		expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m),
+			      64, mw->rkey), EINVAL, "a memory window's key");
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+	}
+	// One bad SGE fails the call before anything is done.
+	ibv_sge two[2] = { { uintptr_t(m2), 4096, rw2->lkey },
+			   { uintptr_t(m2), 4096, 0x7fffff00 } };
+	expect(ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, two,
+			     2), ENOENT, "second SGE bad");
+	// Memory the process no longer has: EFAULT (NO_FAULT takes what is).
+	CHECK(munmap(m2 + len / 2, len / 2) == 0, "munmap");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH, FLUSH, uintptr_t(m2), len,
+		      rw2->lkey), EFAULT, "unmapped range");
+	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, FLUSH,
+		      uintptr_t(m2), len, rw2->lkey), 0, "NO_FAULT, unmapped");
+
+	// Implicit ODP (the whole address space) is not offered.
+	errno = 0;
+	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	CHECK(!imp && errno == EOPNOTSUPP, "implicit ODP: %s",
+	      imp ? "registered" : strerror(errno));
+	if (imp)
+		ibv_dereg_mr(imp);
+
+	for (ibv_mr *mr : { rw, ro, other, rw2 })
+		CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+	munmap(m, len);
+	munmap(m2, len / 2);
+}
+
 void no_rnr_retry(Pair &p)
 {
 	p.rnr_retry = 0;
@@ -1269,6 +1493,8 @@ const Test tests[] = {
 	{ "rereg_errors", t_rereg_errors, nullptr, false },
 	{ "rereg_readonly", t_rereg_readonly, nullptr, false },
 	{ "rereg_fork", t_rereg_fork, fork_init, false },
+	{ "odp", t_odp, nullptr, false },
+	{ "advise", t_advise, nullptr, false },
 };
 
 } // namespace
