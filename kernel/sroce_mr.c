@@ -33,6 +33,15 @@ static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
 
+	if (pin->implicit) {
+		struct ib_umem_odp *child;
+		unsigned long idx;
+
+		xa_for_each(&pin->children, idx, child)
+			ib_umem_odp_release(child);
+		xa_destroy(&pin->children);
+		mutex_destroy(&pin->child_lock);
+	}
 	if (pin->odp)
 		ib_umem_odp_release(pin->odp);
 	else
@@ -67,6 +76,14 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 	.invalidate = sroce_odp_invalidate,
 };
 
+/* Implicit ODP: a child umem covers each chunk of this size. */
+#define SROCE_ODP_CHILD_SHIFT	24
+
+static bool sroce_odp_is_implicit(u64 start, u64 length, int access)
+{
+	return (access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX;
+}
+
 /* An ODP range: nothing pinned now (IB_ACCESS_ON_DEMAND). */
 static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 				       u64 length, int access)
@@ -78,6 +95,19 @@ static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
+	if (sroce_odp_is_implicit(start, length, access)) {
+		odp = ib_umem_odp_alloc_implicit(ibdev, access);
+		if (IS_ERR(odp)) {
+			kfree(pin);
+			return ERR_CAST(odp);
+		}
+		pin->implicit = true;
+		xa_init(&pin->children);
+		mutex_init(&pin->child_lock);
+		pin->odp = odp;
+		pin->umem = &odp->umem;
+		return pin;
+	}
 	odp = ib_umem_odp_get(ibdev, start, length, access, &sroce_odp_ops);
 	if (IS_ERR(odp)) {
 		kfree(pin);
@@ -222,9 +252,9 @@ static int sroce_mr_check(u64 start, u64 length, u64 iova, int access)
 {
 	u64 end;
 
-	/* Implicit ODP (the whole address space) is not offered. */
-	if ((access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX)
-		return -EOPNOTSUPP;
+	/* Implicit ODP: the whole address space, seen at its own addresses. */
+	if (sroce_odp_is_implicit(start, length, access))
+		return iova ? -EINVAL : 0;
 	if (!length || length > SROCE_MAX_MR_SIZE)
 		return -EINVAL;
 	/* Inclusive ends: an iova range may end at 2^64 - 1. */
@@ -511,6 +541,8 @@ static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
 					      int access)
 {
 	/* ODP faults each access in for what it needs. */
+	if (pin->implicit && !(access & IB_ACCESS_ON_DEMAND))
+		return ERR_PTR(-EINVAL);
 	if (!!(access & IB_ACCESS_ON_DEMAND) != !!pin->odp ||
 	    (!pin->odp && ib_access_writable(access) && !pin->umem->writable))
 		return sroce_pin_get(ibdev, pin->umem->address,
@@ -705,6 +737,41 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 }
 
 /*
+ * The umem that covers @uva: an explicit ODP MR's own, or for implicit ODP
+ * the child of @uva's chunk, made on first use (it may sleep).
+ */
+static struct ib_umem_odp *sroce_odp_at(struct sroce_pin *pin, u64 uva)
+{
+	unsigned long idx = uva >> SROCE_ODP_CHILD_SHIFT;
+	struct ib_umem_odp *child;
+	int err;
+
+	if (!pin->implicit)
+		return pin->odp;
+	child = xa_load(&pin->children, idx);
+	if (child)
+		return child;
+	mutex_lock(&pin->child_lock);
+	child = xa_load(&pin->children, idx);
+	if (!child) {
+		child = ib_umem_odp_alloc_child(pin->odp,
+						idx << SROCE_ODP_CHILD_SHIFT,
+						BIT(SROCE_ODP_CHILD_SHIFT),
+						&sroce_odp_ops);
+		if (!IS_ERR(child)) {
+			err = xa_err(xa_store(&pin->children, idx, child,
+					      GFP_KERNEL));
+			if (err) {
+				ib_umem_odp_release(child);
+				child = ERR_PTR(err);
+			}
+		}
+	}
+	mutex_unlock(&pin->child_lock);
+	return child;
+}
+
+/*
  * An ODP range: fault in (for writing if @write) the page that holds
  * [va, va + len), which must not cross a page, and return its kernel
  * address with the range's umem_mutex held, so that no invalidation takes
@@ -712,13 +779,18 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * cannot be had (not mapped, or not writable for a write).
  */
 static void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
-			    bool write)
+			    bool write, struct ib_umem_odp **locked)
 {
-	struct ib_umem_odp *odp = map->pin->odp;
 	u64 uva = map->pin->umem->address + (va - map->base);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
-	size_t idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
+	struct ib_umem_odp *odp = sroce_odp_at(map->pin, uva);
 	dma_addr_t dma;
+	size_t idx;
+
+	if (IS_ERR(odp))
+		return ERR_CAST(odp);
+	idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
+	*locked = odp;
 
 	/*
 	 * Present with the access needed: invalidations clear dma_list under
@@ -741,9 +813,9 @@ static void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
 }
 
-static void sroce_odp_unlock(struct sroce_map *map)
+static void sroce_odp_unlock(struct ib_umem_odp *odp)
 {
-	mutex_unlock(&map->pin->odp->umem_mutex);
+	mutex_unlock(&odp->umem_mutex);
 }
 
 /* Page by page, each faulted in and held only for its copy. */
@@ -755,7 +827,8 @@ static int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	while (len) {
 		u64 uva = map->pin->umem->address + (va - map->base);
 		u64 n = min(len, psize - (uva & (psize - 1)));
-		void *addr = sroce_odp_lock(map, va, n, to_mem);
+		struct ib_umem_odp *odp;
+		void *addr = sroce_odp_lock(map, va, n, to_mem, &odp);
 
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
@@ -763,7 +836,7 @@ static int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 			memcpy(addr, buf, n);
 		else
 			memcpy(buf, addr, n);
-		sroce_odp_unlock(map);
+		sroce_odp_unlock(odp);
 		va += n;
 		buf += n;
 		len -= n;
@@ -836,12 +909,13 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 			 const u64 *new)
 {
 	bool odp = map->type == SROCE_MAP_USER && map->pin->odp;
+	struct ib_umem_odp *locked = NULL;
 	void *addr = NULL;
 	u64 orig = 0, val;
 
 	/* ODP: the page is faulted in and held before the spinlock. */
 	if (odp) {
-		addr = sroce_odp_lock(map, va, sizeof(u64), true);
+		addr = sroce_odp_lock(map, va, sizeof(u64), true, &locked);
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
 	}
@@ -857,7 +931,7 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 		sroce_map_copy(map, va, &val, sizeof(val), true);
 	spin_unlock_bh(&sroce_atomic_lock);
 	if (odp)
-		sroce_odp_unlock(map);
+		sroce_odp_unlock(locked);
 	if (old)
 		*old = orig;
 	return 0;
@@ -930,14 +1004,16 @@ static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
 static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 			      bool write, bool fault)
 {
-	struct ib_umem_odp *odp = map->pin->odp;
 	u64 uva = map->pin->umem->address + (va - map->base);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 
 	while (len) {
 		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
 				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
+		struct ib_umem_odp *odp = sroce_odp_at(map->pin, uva);
 
+		if (IS_ERR(odp))
+			return -EFAULT;
 		if (ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault) < 0)
 			return -EFAULT;
 		mutex_unlock(&odp->umem_mutex);

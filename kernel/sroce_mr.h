@@ -30,6 +30,11 @@ static inline u32 sroce_key_index(u32 key)
  * @odp: an ODP MR's range (IB_ACCESS_ON_DEMAND; then @umem is its umem and
  *       @pages is NULL): nothing is pinned, pages are faulted in when an
  *       access needs them and dropped when the MMU notifier invalidates them
+ * @implicit: implicit ODP (the whole address space): @odp is the root, and
+ *            @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
+ *            an access reached (made under @child_lock, kept until release)
+ * @children: chunk index -> struct ib_umem_odp
+ * @child_lock: serialises making children
  * @offset: the range's offset within its first page
  * @npages: entries of @pages
  * @pages: every page of the range, in order
@@ -38,6 +43,9 @@ struct sroce_pin {
 	struct kref ref;
 	struct ib_umem *umem;
 	struct ib_umem_odp *odp;
+	bool implicit;
+	struct xarray children;
+	struct mutex child_lock; /* see above */
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;

@@ -67,11 +67,11 @@ static int sroce_query_device(struct ib_device *ibdev,
 	attr->max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES;
 	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
 	/*
-	 * ODP MRs (explicit ranges; not the implicit whole address space) for
+	 * ODP MRs, explicit ranges and the implicit whole address space, for
 	 * everything the engine reads or writes: each access goes through
 	 * sroce_map_copy(), which faults the pages in.
 	 */
-	attr->odp_caps.general_caps = IB_ODP_SUPPORT;
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
 	attr->odp_caps.per_transport_caps.rc_odp_caps =
 		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
 		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |

@@ -1432,14 +1432,44 @@ void t_advise(Pair &p)
 	expect(advise(IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, FLUSH,
 		      uintptr_t(m2), len, rw2->lkey), 0, "NO_FAULT, unmapped");
 
-	// Implicit ODP (the whole address space) is not offered.
-	errno = 0;
-	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX,
-				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
-	CHECK(!imp && errno == EOPNOTSUPP, "implicit ODP: %s",
-	      imp ? "registered" : strerror(errno));
+	// Implicit ODP: one key for the whole address space, at its own
+	// addresses; memory anywhere, even mapped after the registration.
+	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kOdpAccess);
+	CHECK(imp, "implicit ODP: %s", strerror(errno));
+	uint8_t *late = map_anon(64 << 20);
+	if (imp && late) {
+		uint8_t *at = late + (40 << 20) - 3000; // across a 16 MiB chunk
+		fill(p.a, 0, 9000, 21);
+		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 9000, 2,
+				uintptr_t(at), imp->rkey) == 0, "post");
+		expect_wc(p.a, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+		CHECK(!memcmp(at, &p.a.buf[0], 9000), "implicit WRITE");
+		ret = advise(IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, FLUSH,
+			     uintptr_t(late), 4 << 20, imp->lkey);
+		CHECK(ret == 0, "prefetch implicit: %s", strerror(ret));
+		CHECK(resident(late, 4 << 20) == (4 << 20) / 4096,
+		      "implicit prefetch left pages out");
+		memset(late + 100, 0x6b, 5000);
+		CHECK(post_send(p.a, IBV_WR_RDMA_READ, 20000, 5000, 3,
+				uintptr_t(late + 100), imp->rkey) == 0, "post");
+		expect_wc(p.a, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 5000);
+		CHECK(!memcmp(&p.a.buf[20000], late + 100, 5000),
+		      "implicit READ");
+		// The implicit MR's own lkey as a local SGE.
+		memset(late + 8192, 0x2d, 1000);
+		CHECK(post_recv(p.a, 30000, 1000, 4) == 0, "post recv");
+		ibv_sge sge = { uintptr_t(late + 8192), 1000, imp->lkey };
+		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 5), *bad;
+		CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post send");
+		expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
+		expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, 1000);
+		CHECK(!memcmp(&p.a.buf[30000], late + 8192, 1000),
+		      "implicit SEND");
+	}
 	if (imp)
-		ibv_dereg_mr(imp);
+		CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
+	if (late)
+		munmap(late, 64 << 20);
 
 	for (ibv_mr *mr : { rw, ro, other, rw2 })
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg");
