@@ -79,6 +79,9 @@ enum sroce_counter {
 	SROCE_CNT_DROP_MALFORMED,	/* dropped: opcode, header or length */
 	SROCE_CNT_DROP_NO_QP,		/* dropped: no such QP */
 	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
+	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
+	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
+	SROCE_CNT_DROP_UC_MSG,		/* UC messages dropped on an error */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -96,7 +99,6 @@ enum sroce_counter {
  * @num_mw: memory windows on this device (bounded by SROCE_MAX_MW)
  * @num_qp: QPs on this device (bounded by SROCE_MAX_QP)
  * @qp_xa: QP number -> struct sroce_qp (own xa_lock)
- * @qp_next: next QP number to try, so that numbers are used round-robin
  * @num_ah: address handles on this device (bounded by SROCE_MAX_AH)
  * @num_srq: SRQs on this device (bounded by SROCE_MAX_SRQ)
  * @mcast_lock: protects @mcast_groups and @num_mcast_grp (taken in softirq)
@@ -125,7 +127,6 @@ struct sroce_dev {
 	u32 mem_next;
 	atomic_t num_qp;
 	struct xarray qp_xa;
-	u32 qp_next;
 	atomic_t num_ah;
 	atomic_t num_srq;
 	spinlock_t mcast_lock; /* see above */
@@ -207,6 +208,10 @@ struct sroce_swqe {
 	u32 last_psn;
 	u32 len;		/* message bytes */
 	u32 resp_pkts;		/* READ: response packets taken, in order */
+	u32 mtu;		/* payload bytes per packet, fixed when its
+				 * first packet is sent: an SQD to SQD path
+				 * change must not reshape a message
+				 */
 	u8 done;		/* all its packets are sent (local: executed) */
 	u8 gap;			/* a response was missing: it is being re-sent */
 };
@@ -216,7 +221,10 @@ struct sroce_swqe {
  * @next: index of the WQE being sent (sq_comp <= next <= sq_cons)
  * @sent: bytes of it already sent
  * @psn: PSN of the next request packet
+ * @psn_hi: one past the highest PSN sent (@psn goes back on a retry, this
+ *	does not): responses must be for PSNs before it
  * @rd_atomic: READ and atomic WQEs sent and not completed
+ * @noack_pkts: packets sent since the last that asked for an ACK
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left for the oldest WQE
  * @nak_psn: the PSN of the last sequence NAK
@@ -224,7 +232,6 @@ struct sroce_swqe {
  * @deadline: when the transport timer expires (jiffies), pushed forward
  *	on progress without touching the timer itself
  * @retry_on: the transport timer is running (requests are outstanding)
- * @rnr_wait: sending is paused until @timer fires
  * @timed_out: the retry timer fired (set by the timer, taken by the engine)
  */
 struct sroce_req {
@@ -232,7 +239,9 @@ struct sroce_req {
 	u32 next;
 	u32 sent;
 	u32 psn;
+	u32 psn_hi;
 	u32 rd_atomic;
+	u32 noack_pkts;
 	u32 nak_psn;
 	u8 retries;
 	u8 rnr_retries;
@@ -250,13 +259,15 @@ struct sroce_req {
  * @rwqe: copy of the receive WQE a SEND in progress fills (rq slot size)
  * @rwqe_valid: @rwqe holds a WQE (taken from the RQ at the first packet)
  * @offset: bytes of the message received so far
- * @mr: the map of the MR an RDMA WRITE in progress goes to (a reference),
- *      or NULL
+ * @rkey: the key an RDMA WRITE in progress writes through; each of its
+ *        packets looks it up again (sroce_resp_msg_map())
+ * @map_id: the map its first packet found, which each packet must find
  * @va: where its next byte goes
  * @resid: bytes of the RDMA WRITE still expected
  * @wlen: the RDMA WRITE's length
- * @read_mr: the map of the MR a READ being answered reads (a reference),
- *           or NULL
+ * @read_rkey: the key a READ being answered reads through, looked up for
+ *             each response
+ * @read_map_id: the map the READ request found
  * @read_va: where its next response reads
  * @read_left: bytes still to send
  * @read_sent: bytes sent
@@ -287,11 +298,13 @@ struct sroce_resp {
 	void *rwqe;
 	bool rwqe_valid;
 	u32 offset;
-	struct sroce_map *mr;
+	u32 rkey;
+	u64 map_id;
 	u64 va;
 	u32 resid;
 	u32 wlen;
-	struct sroce_map *read_mr;
+	u32 read_rkey;
+	u64 read_map_id;
 	u64 read_va;
 	u32 read_left;
 	u32 read_sent;
@@ -551,6 +564,7 @@ struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   u16 sport, bool loopback, struct sk_buff *skb);
 bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid);
+bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid);
 
 /* sroce_icrc.c */
 __le32 sroce_icrc(struct sk_buff *skb);

@@ -62,6 +62,9 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
 	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
 
+	/* Only WQEs the engine took complete; never a phantom past them. */
+	if (WARN_ON_ONCE(idx == qp->sq_cons))
+		return;
 	if (sw->done && sroce_needs_response(wqe->opcode))
 		qp->req.rd_atomic--;
 	qp->sq_comp = idx + 1;
@@ -210,9 +213,14 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		if (!sroce_needs_response(op) &&
 		    sroce_psn_before(sw->first_psn, psn) &&
 		    !sroce_psn_before(end, psn)) {
-			qp->req.psn = psn;
-			qp->req.sent = ((psn - sw->first_psn) & SROCE_PSN_MASK) *
-				       qp->mtu;
+			u64 sent = (u64)((psn - sw->first_psn) &
+					 SROCE_PSN_MASK) * sw->mtu;
+
+			/* Within what the WQE's packets carried: always. */
+			if (!WARN_ON_ONCE(sent >= sw->len)) {
+				qp->req.psn = psn;
+				qp->req.sent = sent;
+			}
 		}
 	}
 }
@@ -302,6 +310,13 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	case 0:
 		sroce_ack_upto(qp, psn);
 		sroce_comp_ack_past_response(qp, psn);
+		/*
+		 * The peer has what was sent up to @psn, perhaps part of a
+		 * long message: progress, so the transport timer and the
+		 * retries start over.
+		 */
+		qp->req.retries = qp->attr.retry_cnt;
+		sroce_comp_arm_retry(qp);
 		return;
 	case SROCE_AETH_RNR_NAK:
 		sroce_comp_rnr(qp, psn, syndrome & 0x1f);
@@ -385,9 +400,9 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 		sroce_comp_fail(qp, IB_WC_BAD_RESP_ERR);
 		return;
 	}
-	offset = sw->resp_pkts * qp->mtu;
+	offset = sw->resp_pkts * sw->mtu;
 	if (offset + pkt->paylen > sw->len ||
-	    (!(flags & SROCE_OP_LAST) && pkt->paylen != qp->mtu) ||
+	    (!(flags & SROCE_OP_LAST) && pkt->paylen != sw->mtu) ||
 	    ((flags & SROCE_OP_LAST) && offset + pkt->paylen != sw->len)) {
 		sroce_comp_fail(qp, IB_WC_BAD_RESP_ERR);
 		return;
@@ -433,6 +448,23 @@ static void sroce_comp_atomic_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	sroce_comp_local_done(qp);
 }
 
+/*
+ * Is @psn one a response may carry now? Something must be outstanding
+ * (o5-1.1.1: a response with no request outstanding is silently dropped),
+ * and the PSN must be one of those sent for it: from the oldest
+ * outstanding WQE's first PSN to the highest PSN sent. An ACK, NAK, read
+ * response or atomic ACK outside that window is stale or forged, and
+ * taking it could complete a WQE that was never answered, or a phantom.
+ */
+static bool sroce_comp_psn_valid(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw = sroce_oldest(qp, &wqe);
+
+	return sw && !sroce_psn_before(psn, sw->first_psn) &&
+	       sroce_psn_before(psn, qp->req.psn_hi);
+}
+
 /**
  * sroce_comp_rcv - a response packet arrived
  * @qp: an RC QP, its lock held
@@ -445,8 +477,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	if (!sroce_qp_is_reliable(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    (qp->attr.qp_state != IB_QPS_RTS &&
-	     qp->attr.qp_state != IB_QPS_SQD))
+	     qp->attr.qp_state != IB_QPS_SQD)) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
 		return;
+	}
+	if (!sroce_comp_psn_valid(qp, SROCE_PKT(skb)->psn)) {
+		sroce_count(to_sdev(qp->ibqp.device),
+			    SROCE_CNT_DROP_GHOST_RESP);
+		return;
+	}
 
 	switch (SROCE_OP_BASE(opcode)) {
 	case SROCE_RC_ACK:

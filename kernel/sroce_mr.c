@@ -183,6 +183,9 @@ void sroce_map_put(struct sroce_map *map)
 	kref_put(&map->ref, sroce_map_release);
 }
 
+/* Map identities (struct sroce_map.id), never reused. */
+static atomic64_t sroce_map_ids = ATOMIC64_INIT(0);
+
 /* A map with room for @npages page addresses (SROCE_MAP_FAST). */
 static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 					 struct ib_pd *pd, int access,
@@ -195,6 +198,7 @@ static struct sroce_map *sroce_map_alloc(enum sroce_map_type type,
 	if (!map)
 		return NULL;
 	kref_init(&map->ref);
+	map->id = atomic64_inc_return(&sroce_map_ids);
 	map->type = type;
 	map->pd = pd;
 	map->access = access;
@@ -326,18 +330,21 @@ static struct ib_mr *sroce_mr_create(struct sroce_dev *sdev,
 		sroce_map_put(map);
 		return ERR_CAST(mr);
 	}
-	mutex_lock(&mr->lock);
-	sroce_mr_publish(mr, map);
-	mutex_unlock(&mr->lock);
 	/* Lookups see the PD from the moment the key exists. */
 	mr->ibmr.pd = map->pd;
 	mr->ibmr.iova = map->iova;
 	mr->ibmr.length = map->length;
 	err = sroce_mr_add_key(mr);
 	if (err) {
+		sroce_map_put(map);
 		sroce_mr_free(mr);
 		return ERR_PTR(err);
 	}
+	/* Until now lookups by the key found no map. */
+	map->key = mr->mem.key;
+	mutex_lock(&mr->lock);
+	sroce_mr_publish(mr, map);
+	mutex_unlock(&mr->lock);
 	return &mr->ibmr;
 }
 
@@ -485,6 +492,7 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 	map->first_offset = mr->fast_offset;
 	map->npages = mr->fast_npages;
 	memcpy(map->pages, mr->fast_pages, mr->fast_npages * sizeof(u64));
+	map->key = key;
 	sroce_mr_publish(mr, map);
 	WRITE_ONCE(mr->mem.key, key);
 	/* release: the map and key are seen before the valid state */
@@ -616,6 +624,7 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		err = -ENOMEM;
 		goto out;
 	}
+	map->key = mr->mem.key;
 	sroce_mr_publish(mr, map);
 	err = 0;
 out:
@@ -623,9 +632,31 @@ out:
 	return err ? ERR_PTR(err) : NULL;
 }
 
+/*
+ * Wait until nothing but the caller uses @map: every access that found it
+ * (a packet's copy, an atomic, a prefetch) is done. Accesses are short and
+ * none holds a map across packets, so this ends; a lookup that races with
+ * it sees the state its key has now and fails (sroce_mem_get()).
+ */
+static void sroce_map_drain(struct sroce_map *map)
+{
+	while (kref_read(&map->ref) > 1)
+		usleep_range(20, 100);
+}
+
+/**
+ * sroce_dereg_mr - deregister an MR
+ * @ibmr: the MR
+ * @udata: unused
+ *
+ * When it returns, no access through the MR's keys is under way or can
+ * start: the key is gone and every access that found it has finished.
+ * Return: 0, or -EBUSY while windows are bound to the MR.
+ */
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_map *map;
 
 	/* Not while windows are bound to it; none can bind from now on. */
 	if (atomic_cmpxchg(&mr->num_mw, 0, -1) != 0)
@@ -633,7 +664,18 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 
 	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
 	WRITE_ONCE(mr->mem.state, SROCE_MEM_FREE);
+	/* The state is seen before the users are counted: see sroce_mem_get() */
+	smp_mb();
+	mutex_lock(&mr->lock);
+	map = sroce_mr_map(mr);
+	if (map)
+		kref_get(&map->ref);
+	mutex_unlock(&mr->lock);
 	sroce_mr_free(mr);
+	if (map) {
+		sroce_map_drain(map);
+		sroce_map_put(map);
+	}
 	return 0;
 }
 
@@ -685,6 +727,19 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 		map = rcu_dereference(mem->map);
 		if (map && !kref_get_unless_zero(&map->ref))
 			map = NULL;
+		/*
+		 * Counted as a user before the state is read again: a
+		 * deregistration either waits for this access or makes it
+		 * fail here (it writes the state, then counts users). And a
+		 * map is only good for the key it was published under.
+		 */
+		smp_mb__after_atomic();
+		if (map && (READ_ONCE(mem->state) != SROCE_MEM_VALID ||
+			    map->key != key)) {
+			rcu_read_unlock();
+			sroce_map_put(map);
+			return ERR_PTR(-ENOENT);
+		}
 	}
 	rcu_read_unlock();
 	if (!map)
@@ -979,6 +1034,71 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {
 	return sroce_map_rmw(map, va, NULL, NULL, 0, 0, &val);
+}
+
+/**
+ * sroce_mr_bind_get - the MR a window bind names, counted as bound
+ * @sdev: the device
+ * @pd: the bind's PD
+ * @lkey: the MR's key
+ * @addr: the window's first byte in the MR
+ * @length: its bytes
+ * @mrp: set to the MR, whose window count (num_mw) is raised: it cannot be
+ *       deregistered or re-registered until the caller lowers it again
+ *
+ * The key, PD, bind access and range are checked before the MR is
+ * counted, so a bind that fails them (another PD's, say) never makes the
+ * owner's dereg or rereg fail with EBUSY; and the map returned is the MR's
+ * current one, never one a concurrent rereg replaced.
+ * Return: the MR's map (a reference), or ERR_PTR(-EINVAL).
+ */
+struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 lkey, u64 addr, u64 length,
+				    struct sroce_mr **mrp)
+{
+	struct sroce_map *map;
+	struct sroce_mem *mem;
+	struct sroce_mr *mr = NULL;
+
+	map = sroce_mem_get(sdev, pd, 0, lkey, addr, length,
+			    IB_ACCESS_MW_BIND);
+	if (IS_ERR(map))
+		return ERR_PTR(-EINVAL);
+	rcu_read_lock();
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(lkey));
+	if (map->type == SROCE_MAP_USER && mem && mem->kind == SROCE_MEM_MR) {
+		mr = container_of(mem, struct sroce_mr, mem);
+		/* Negative once dereg has begun. */
+		if (!atomic_inc_unless_negative(&mr->num_mw))
+			mr = NULL;
+	}
+	rcu_read_unlock();
+	if (!mr) {
+		sroce_map_put(map);
+		return ERR_PTR(-EINVAL);
+	}
+	/*
+	 * Counted, the MR cannot go away. A rereg that checked the count
+	 * before we raised it has published its map by the time we hold the
+	 * lock: bind to what the key grants now.
+	 */
+	mutex_lock(&mr->lock);
+	if (sroce_mr_map(mr) != map) {
+		sroce_map_put(map);
+		map = sroce_mem_get(sdev, pd, 0, lkey, addr, length,
+				    IB_ACCESS_MW_BIND);
+		if (!IS_ERR(map) && sroce_mr_map(mr) != map) {
+			sroce_map_put(map);
+			map = ERR_PTR(-EINVAL);
+		}
+	}
+	mutex_unlock(&mr->lock);
+	if (IS_ERR(map)) {
+		atomic_dec(&mr->num_mw);
+		return ERR_PTR(-EINVAL);
+	}
+	*mrp = mr;
+	return map;
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */

@@ -67,6 +67,10 @@ enum sroce_map_type {
  * @ref: held by the MR while it is the MR's map, and by each request using
  *       it; a request sees one map from start to end, never a mix
  * @rcu: the map's memory outlives lookups that found it under RCU
+ * @id: unique among maps ever made: a message of several packets, which
+ *      looks its key up for each, must find the map its first packet found
+ * @key: the key the map was published under; a lookup by another key (an
+ *       older key of a fast-registration MR or of a window) never gets it
  * @type: what the addresses are
  * @pd: the PD the key is valid in
  * @access: IB_ACCESS_* granted
@@ -88,6 +92,8 @@ enum sroce_map_type {
 struct sroce_map {
 	struct kref ref;
 	struct rcu_head rcu;
+	u64 id;
+	u32 key;
 	enum sroce_map_type type;
 	struct ib_pd *pd;
 	int access;
@@ -218,6 +224,9 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 				   struct ib_pd *pd, int access, u64 iova,
 				   u64 addr, u64 length);
+struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				    u32 lkey, u64 addr, u64 length,
+				    struct sroce_mr **mrp);
 int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			u32 key);
 int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);

@@ -116,41 +116,6 @@ static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
 	return container_of(mem, struct sroce_mw_ent, mem);
 }
 
-/*
- * The MR a bind names, with a window counted on it (so that it cannot be
- * deregistered meanwhile), and its map for [addr, addr + length).
- */
-static struct sroce_map *sroce_mw_mr(struct sroce_dev *sdev,
-				     struct ib_pd *pd,
-				     const struct sroce_bind *b,
-				     struct sroce_mr **mrp)
-{
-	struct sroce_map *map;
-	struct sroce_mem *mem;
-	struct sroce_mr *mr = NULL;
-
-	rcu_read_lock();
-	mem = xa_load(&sdev->mem_xa, sroce_key_index(b->mr_lkey));
-	if (mem && mem->kind == SROCE_MEM_MR) {
-		mr = container_of(mem, struct sroce_mr, mem);
-		if (!atomic_inc_unless_negative(&mr->num_mw))
-			mr = NULL;
-	}
-	rcu_read_unlock();
-	if (!mr)
-		return ERR_PTR(-EINVAL);
-	map = sroce_mem_get(sdev, pd, 0, b->mr_lkey, b->addr, b->length,
-			    IB_ACCESS_MW_BIND);
-	if (IS_ERR(map) || map->type != SROCE_MAP_USER) {
-		if (!IS_ERR(map))
-			sroce_map_put(map);
-		atomic_dec(&mr->num_mw);
-		return ERR_PTR(-EINVAL);
-	}
-	*mrp = mr;
-	return map;
-}
-
 /**
  * sroce_mw_bind - execute a bind WQE (IBV_WR_BIND_MW, or ibv_bind_mw())
  * @sdev: the device
@@ -183,7 +148,8 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	    (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED)))
 		return -EINVAL;
 	if (b->length) {
-		mr_map = sroce_mw_mr(sdev, pd, b, &mr);
+		mr_map = sroce_mr_bind_get(sdev, pd, b->mr_lkey, b->addr,
+					   b->length, &mr);
 		if (IS_ERR(mr_map))
 			return PTR_ERR(mr_map);
 		if ((b->access & (IB_ACCESS_REMOTE_WRITE |
@@ -196,6 +162,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 				       b->length);
 		if (!map)
 			goto out;
+		map->key = b->new_key;
 	}
 
 	err = -EINVAL;

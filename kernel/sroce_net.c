@@ -50,6 +50,19 @@ static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
 }
 
 /**
+ * sroce_pkt_from - was a received packet sent from @gid?
+ * @skb: the packet, its network header set
+ * @gid: a RoCEv2 GID (IPv4-mapped for IPv4)
+ */
+bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
+{
+	if (ip_hdr(skb)->version == 4)
+		return ipv6_addr_v4mapped((const struct in6_addr *)gid->raw) &&
+		       !memcmp(&gid->raw[12], &ip_hdr(skb)->saddr, 4);
+	return !memcmp(gid->raw, &ipv6_hdr(skb)->saddr, sizeof(gid->raw));
+}
+
+/**
  * sroce_rcv - take a received packet
  * @sdev: the device it arrived on
  * @skb: the packet; data at the BTH, network header set, ICRC at the end
@@ -114,11 +127,18 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
 	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 
+	/*
+	 * The queued packet owns pkt->qp's reference, and the engine may
+	 * take and free the packet as soon as it is queued: hold the QP
+	 * ourselves until its work is scheduled.
+	 */
 	qp = pkt->qp;
+	refcount_inc(&qp->ref);
 	skb_queue_tail(&qp->rx_queue, skb);
 	/* From a doorbell on this host: it runs the QP on its way out. */
 	if (!(inl && sroce_inline_add(inl, qp)))
 		queue_work(sroce_wq, &qp->work);
+	sroce_qp_put(qp);
 	return;
 drop:
 	sroce_count(sdev, why);

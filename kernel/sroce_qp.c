@@ -8,6 +8,7 @@
  * process context.
  */
 #include <linux/log2.h>
+#include <linux/random.h>
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -137,11 +138,14 @@ static u32 sroce_qp_rwqe_size(struct sroce_qp *qp,
 
 /*
  * Give the QP its number: QP1 for the GSI QP (one per device), else the
- * next free one from SROCE_MIN_QPN on. From here packets can find it.
+ * first free one from a random point of [SROCE_MIN_QPN, SROCE_MAX_QPN].
+ * Numbers are not sequential, so a forger on the network has to guess
+ * a QPN before it can even aim a packet at a connection. From here
+ * packets can find the QP.
  */
 static int sroce_qp_add_qpn(struct sroce_dev *sdev, struct sroce_qp *qp)
 {
-	u32 qpn;
+	u32 qpn, next;
 	int err;
 
 	if (qp->ibqp.qp_type == IB_QPT_GSI) {
@@ -151,9 +155,10 @@ static int sroce_qp_add_qpn(struct sroce_dev *sdev, struct sroce_qp *qp)
 		qp->ibqp.qp_num = 1;
 		return 0;
 	}
+	next = get_random_u32_inclusive(SROCE_MIN_QPN, SROCE_MAX_QPN);
 	err = xa_alloc_cyclic_irq(&sdev->qp_xa, &qpn, qp,
 				  XA_LIMIT(SROCE_MIN_QPN, SROCE_MAX_QPN),
-				  &sdev->qp_next, GFP_KERNEL);
+				  &next, GFP_KERNEL);
 	if (err < 0)
 		return err;
 	qp->ibqp.qp_num = qpn;
@@ -412,6 +417,7 @@ static void sroce_qp_reset(struct sroce_qp *qp)
 	del_timer(&qp->retry_timer);
 	memset(&qp->req, 0, sizeof(qp->req));
 	sroce_resp_reset(qp);
+	qp->resp.rwqe_valid = false;
 	qp->resp.epsn = 0;
 	qp->resp.msn = 0;
 	qp->sq_cons = sroce_ring_load_prod(&qp->sq);
@@ -481,8 +487,10 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		sroce_qp_set_path(qp, mask);
 	if (mask & IB_QP_RQ_PSN)
 		qp->resp.epsn = attr->rq_psn;
-	if (mask & IB_QP_SQ_PSN)
+	if (mask & IB_QP_SQ_PSN) {
 		qp->req.psn = attr->sq_psn;
+		qp->req.psn_hi = attr->sq_psn;
+	}
 	if (mask & IB_QP_RETRY_CNT)
 		qp->req.retries = attr->retry_cnt;
 	if (mask & IB_QP_RNR_RETRY)
@@ -809,6 +817,40 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 	}
 }
 
+/*
+ * The receive WQE a message in progress had taken completes with
+ * WR_FLUSH_ERR: in the QP's receive CQ, or for an XRC target in the CQ of
+ * the SRQ it came from. Return: nonzero if the CQ was full.
+ */
+static int sroce_qp_flush_rwqe(struct sroce_qp *qp, struct sroce_cq *rcq)
+{
+	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
+	struct sroce_cqe cqe = {
+		.wr_id = rwqe->wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+	struct sroce_srq *srq = NULL;
+	int err = 0;
+
+	qp->resp.rwqe_valid = false;
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
+		srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device),
+					qp->resp.xrc_srqn);
+		rcq = srq ? to_scq(srq->ibsrq.ext.cq) : NULL;
+	} else if (qp->rq.hdr) {
+		/* The WQE is still in the ring: give its slot back. */
+		qp->rq_cons++;
+		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	}
+	if (rcq)
+		err = sroce_cq_post(rcq, qp, &cqe, false);
+	if (srq)
+		sroce_srq_put(srq);
+	return err;
+}
+
 /* In the error state: complete everything posted with WR_FLUSH_ERR. */
 static void sroce_qp_flush(struct sroce_qp *qp)
 {
@@ -826,29 +868,32 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 	qp->sq_comp = qp->sq_cons;
 	qp->req.next = qp->sq_cons;
 
-	if (qp->resp.rwqe_valid && rcq) {
-		const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
-		struct sroce_cqe cqe = {
-			.wr_id = rwqe->wr_id,
-			.status = IB_WC_WR_FLUSH_ERR,
-			.opcode = IB_WC_RECV,
-			.qp_num = qp->ibqp.qp_num,
-		};
-
-		qp->resp.rwqe_valid = false;
-		if (qp->rq.hdr) {
-			qp->rq_cons++;
-			sroce_ring_store_cons(&qp->rq, qp->rq_cons);
-		}
-		if (sroce_cq_post(rcq, qp, &cqe, false))
-			return;
-	}
+	if (qp->resp.rwqe_valid && sroce_qp_flush_rwqe(qp, rcq))
+		return;
 	if (qp->rq.hdr)
 		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }
 
 /* Packets processed per run of the engine before it lets others run. */
 #define SROCE_RX_BUDGET 64
+
+/*
+ * A connected QP takes packets from its peer only (the address its path
+ * names), as a RoCE NIC matches a connection; anything else is forged or
+ * astray. Before RTR there is no path, and the state checks drop it all.
+ */
+static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	if (sroce_qp_is_ud(qp))
+		return true;
+	switch (qp->attr.qp_state) {
+	case IB_QPS_RESET:
+	case IB_QPS_INIT:
+		return true;
+	default:
+		return sroce_pkt_from(skb, &qp->av.dgid);
+	}
+}
 
 /* Received packets, as far as the responder can take them. */
 static void sroce_qp_rx_queue(struct sroce_qp *qp)
@@ -864,7 +909,11 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 		skb = skb_dequeue(&qp->rx_queue);
 		if (!skb)
 			return;
-		if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags & SROCE_OP_REQ)
+		if (!sroce_qp_pkt_from_peer(qp, skb))
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_DROP_BAD_SOURCE);
+		else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
+			 SROCE_OP_REQ)
 			sroce_resp_rcv(qp, skb);
 		else
 			sroce_comp_rcv(qp, skb);

@@ -15,6 +15,13 @@
 /* Packets sent per run of the engine before it lets others run. */
 #define SROCE_REQ_BUDGET 64
 
+/*
+ * A long message asks for an ACK every this many packets as well as at its
+ * end, so that the transport timer sees progress: without it a message
+ * that takes longer than the timeout to send could never complete.
+ */
+#define SROCE_PKTS_PER_ACK 64
+
 struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index)
 {
 	return qp->sq_copy + (size_t)(index & (qp->sq.num_slots - 1)) *
@@ -316,14 +323,16 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	u32 psn = qp->req.psn;
 	int err;
 
+	if (first)
+		sw->mtu = qp->mtu;
 	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
 		last = true;
-		npsn = max_t(u32, 1, DIV_ROUND_UP(sw->len, qp->mtu));
+		npsn = max_t(u32, 1, DIV_ROUND_UP(sw->len, sw->mtu));
 	} else if (sroce_wr_is_rd_atomic(wqe->opcode)) {
 		last = true;
 	} else {
-		paylen = min(remain, qp->mtu);
-		last = remain <= qp->mtu;
+		paylen = min(remain, sw->mtu);
+		last = remain <= sw->mtu;
 	}
 
 	skb = sroce_pkt_alloc(sdev, &qp->av,
@@ -333,8 +342,11 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 		return -ENOMEM;
 	bth = (struct sroce_bth *)skb->data;
 	bth->qpn = cpu_to_be32(qp->attr.dest_qp_num);
-	if (last && sroce_qp_is_reliable(qp))
+	if (sroce_qp_is_reliable(qp) &&
+	    (last || ++qp->req.noack_pkts >= SROCE_PKTS_PER_ACK)) {
 		bth->apsn |= cpu_to_be32(SROCE_BTH_ACKREQ);
+		qp->req.noack_pkts = 0;
+	}
 	if (last && (wqe->send_flags & IB_SEND_SOLICITED))
 		bth->flags |= SROCE_BTH_SE;
 	sroce_req_headers(skb, wqe, sw->len);
@@ -358,6 +370,8 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	if (first)
 		sw->first_psn = psn;
 	qp->req.psn = (psn + npsn) & SROCE_PSN_MASK;
+	if (sroce_psn_before(qp->req.psn_hi, qp->req.psn))
+		qp->req.psn_hi = qp->req.psn;
 	qp->req.sent += paylen;
 	if (last) {
 		sw->last_psn = (psn + npsn - 1) & SROCE_PSN_MASK;

@@ -24,6 +24,9 @@ enum sroce_resp_result {
 	SROCE_RESP_DROP,	/* ignore the packet */
 	SROCE_RESP_RNR,		/* no receive WQE */
 	SROCE_RESP_NAK_INV,	/* invalid request */
+	SROCE_RESP_NAK_LEN,	/* invalid request; the receive WQE, too
+				 * short, completed in error
+				 */
 	SROCE_RESP_NAK_ACCESS,	/* remote access error */
 	SROCE_RESP_NAK_OP,	/* remote operational error */
 };
@@ -154,6 +157,29 @@ static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
 			     qp->ibqp.qp_num, rkey, va, len, access);
 }
 
+/*
+ * The map a message of several packets (an RDMA WRITE, a READ's responses)
+ * uses for one packet: its key is looked up again for each, so a key that
+ * was deregistered, invalidated or re-bound since the first packet stops
+ * the message, and so does a re-registration (a message lands wholly in
+ * one translation, never split between two). Nothing is held between
+ * packets. Return: the map (sroce_map_put() it) or NULL.
+ */
+static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
+					    u64 map_id, u64 va, u64 len,
+					    int access)
+{
+	struct sroce_map *map = sroce_resp_mr_get(qp, rkey, va, len, access);
+
+	if (IS_ERR(map))
+		return NULL;
+	if (map->id != map_id) {
+		sroce_map_put(map);
+		return NULL;
+	}
+	return map;
+}
+
 /* Take the next receive WQE (RQ or SRQ) into resp.rwqe. */
 static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 {
@@ -268,7 +294,7 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 	if (err == -ERANGE) {
 		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
-		return SROCE_RESP_NAK_INV;
+		return SROCE_RESP_NAK_LEN;
 	}
 	if (err) {
 		sroce_resp_complete(qp, IB_WC_LOC_PROT_ERR, IB_WC_RECV,
@@ -326,6 +352,8 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
 	u32 flags = sroce_opinfo[pkt->opcode].flags;
 	struct sroce_resp *r = &qp->resp;
+	struct sroce_map *map;
+	int err = 0;
 	u32 ex;
 
 	if (flags & SROCE_OP_FIRST) {
@@ -343,14 +371,15 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			return SROCE_RESP_NAK_INV;
 		r->resid = len;
 		r->wlen = len;
+		r->rkey = be32_to_cpu(reth->rkey);
+		/* C9-88: the whole message must be in the key's range. */
 		if (len) {
-			r->mr = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
-						  r->va, len,
-						  IB_ACCESS_REMOTE_WRITE);
-			if (IS_ERR(r->mr)) {
-				r->mr = NULL;
+			map = sroce_resp_mr_get(qp, r->rkey, r->va, len,
+						IB_ACCESS_REMOTE_WRITE);
+			if (IS_ERR(map))
 				return SROCE_RESP_NAK_ACCESS;
-			}
+			r->map_id = map->id;
+			sroce_map_put(map);
 		}
 	}
 	if (pkt->paylen > r->resid ||
@@ -361,17 +390,23 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	if ((flags & SROCE_OP_IMM) && !sroce_resp_take_rwqe(qp))
 		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
-	if (flags & SROCE_OP_ATOMIC_WRITE) {
-		u64 val;
-
-		memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
-		if (sroce_map_atomic_write(r->mr, r->va, val))
+	if (pkt->paylen) {
+		map = sroce_resp_msg_map(qp, r->rkey, r->map_id, r->va,
+					 pkt->paylen, IB_ACCESS_REMOTE_WRITE);
+		if (!map)
 			return SROCE_RESP_NAK_ACCESS;
-		r->resid = 0;
-	} else if (pkt->paylen) {
-		/* ODP memory that is not there, or not writable */
-		if (sroce_map_copy(r->mr, r->va, sroce_pkt_payload(skb),
-				   pkt->paylen, true))
+		if (flags & SROCE_OP_ATOMIC_WRITE) {
+			u64 val;
+
+			memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
+			err = sroce_map_atomic_write(map, r->va, val);
+		} else {
+			/* ODP memory that is not there, or not writable */
+			err = sroce_map_copy(map, r->va, sroce_pkt_payload(skb),
+					     pkt->paylen, true);
+		}
+		sroce_map_put(map);
+		if (err)
 			return SROCE_RESP_NAK_ACCESS;
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
@@ -379,10 +414,6 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	if (!(flags & SROCE_OP_LAST))
 		return SROCE_RESP_OK;
 
-	if (r->mr) {
-		sroce_map_put(r->mr);
-		r->mr = NULL;
-	}
 	if (flags & SROCE_OP_IMM) {
 		memcpy(&ex, sroce_pkt_hdr(skb, SROCE_OP_IMM), sizeof(ex));
 		sroce_resp_complete(qp, IB_WC_SUCCESS,
@@ -394,10 +425,6 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	return SROCE_RESP_OK;
 }
 
-/*
- * Make up to a budget of the responses of the READ in resp.read_*;
- * Return: true when all are sent.
- */
 static void sroce_resp_read_stop(struct sroce_qp *qp);
 
 /*
@@ -413,6 +440,10 @@ static void sroce_resp_read_fail(struct sroce_qp *qp)
 	sroce_qp_error(qp);
 }
 
+/*
+ * Make up to a budget of the responses of the READ in resp.read_*.
+ * Return: true when all are sent (or the READ failed).
+ */
 static bool sroce_resp_read_more(struct sroce_qp *qp)
 {
 	struct sroce_resp *r = &qp->resp;
@@ -431,14 +462,24 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 		else
 			op = last ? SROCE_RC_READ_RESP_LAST :
 				    SROCE_RC_READ_RESP_MIDDLE;
+		struct sroce_map *map;
+		int err;
+
 		skb = sroce_resp_pkt(qp, op, r->read_psn, paylen);
 		if (!skb)
 			return false;
 		if (sroce_opinfo[op].flags & SROCE_OP_AETH)
 			sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, r->msn);
-		if (sroce_map_copy(r->read_mr, r->read_va,
-				   sroce_pkt_payload(skb), paylen, false)) {
-			/* ODP memory that is not there: the READ fails */
+		map = sroce_resp_msg_map(qp, r->read_rkey, r->read_map_id,
+					 r->read_va, paylen,
+					 IB_ACCESS_REMOTE_READ);
+		/* ODP memory that is not there fails the READ as well */
+		err = map ? sroce_map_copy(map, r->read_va,
+					   sroce_pkt_payload(skb), paylen,
+					   false) : -EACCES;
+		if (map)
+			sroce_map_put(map);
+		if (err) {
 			kfree_skb(skb);
 			sroce_resp_read_fail(qp);
 			return true;
@@ -449,11 +490,7 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 		r->read_left -= paylen;
 		r->read_sent += paylen;
 	}
-	if (r->read_left)
-		return false;
-	sroce_map_put(r->read_mr);
-	r->read_mr = NULL;
-	return true;
+	return !r->read_left;
 }
 
 /* A zero-length READ: one response, no memory touched. */
@@ -504,18 +541,21 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 	u32 len = be32_to_cpu(reth->len), psn = SROCE_PKT(skb)->psn;
 	struct sroce_resp *r = &qp->resp;
-	struct sroce_map *mr = NULL;
+	struct sroce_map *map;
+	u64 map_id = 0;
 
 	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
 		return SROCE_RESP_NAK_ACCESS;
 	if (len > SROCE_MAX_MSG_SIZE)
 		return SROCE_RESP_NAK_INV;
 	if (len) {
-		mr = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
-				       be64_to_cpu(reth->va), len,
-				       IB_ACCESS_REMOTE_READ);
-		if (IS_ERR(mr))
+		map = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
+					be64_to_cpu(reth->va), len,
+					IB_ACCESS_REMOTE_READ);
+		if (IS_ERR(map))
 			return SROCE_RESP_NAK_ACCESS;
+		map_id = map->id;
+		sroce_map_put(map);
 	}
 	if (!dup) {
 		u32 npsn = max_t(u32, 1, DIV_ROUND_UP(len, qp->mtu));
@@ -529,7 +569,8 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 		sroce_resp_read_empty(qp, psn);
 		return SROCE_RESP_DONE;
 	}
-	r->read_mr = mr;
+	r->read_rkey = be32_to_cpu(reth->rkey);
+	r->read_map_id = map_id;
 	r->read_va = be64_to_cpu(reth->va);
 	r->read_left = len;
 	r->read_sent = 0;
@@ -589,10 +630,6 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 /* Stop answering the READ under way, if any. */
 static void sroce_resp_read_stop(struct sroce_qp *qp)
 {
-	if (qp->resp.read_mr) {
-		sroce_map_put(qp->resp.read_mr);
-		qp->resp.read_mr = NULL;
-	}
 	qp->resp.read_left = 0;
 }
 
@@ -721,10 +758,6 @@ static void sroce_resp_abort_msg(struct sroce_qp *qp)
 {
 	qp->resp.opcode = -1;
 	qp->resp.offset = 0;
-	if (qp->resp.mr) {
-		sroce_map_put(qp->resp.mr);
-		qp->resp.mr = NULL;
-	}
 }
 
 /* Does @opcode continue (or legally start) the message in progress? */
@@ -771,6 +804,7 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
 		return;
 	case SROCE_RESP_NAK_INV:
+	case SROCE_RESP_NAK_LEN:
 		nak = SROCE_NAK_INVALID_REQ;
 		break;
 	case SROCE_RESP_NAK_ACCESS:
@@ -780,8 +814,20 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 		nak = SROCE_NAK_REM_OP;
 		break;
 	}
-	/* Class C errors: NAK, then the responder's QP is in error. */
 	sroce_resp_abort_msg(qp);
+	/*
+	 * UC has no NAKs: a request the responder cannot take (a bad R_Key
+	 * or access, a malformed message) drops the message and the QP goes
+	 * on (IBTA 9.9.3, class D and E errors: silently dropped), so that
+	 * one stray packet cannot break the connection. A receive WQE that
+	 * failed (completed in error) still moves the QP to error.
+	 */
+	if (!rc && (res == SROCE_RESP_NAK_INV ||
+		    res == SROCE_RESP_NAK_ACCESS)) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_UC_MSG);
+		return;
+	}
+	/* Class C errors: NAK, then the responder's QP is in error. */
 	if (rc)
 		sroce_resp_ack(qp, pkt->psn, SROCE_AETH_NAK | nak);
 	sroce_qp_error(qp);
@@ -874,12 +920,16 @@ bool sroce_resp_continue(struct sroce_qp *qp)
 	return !qp->resp.read_left || sroce_resp_read_more(qp);
 }
 
-/* Drop everything in progress (the QP goes to RESET or error). */
+/*
+ * Drop everything in progress (the QP goes to RESET or error). A receive
+ * WQE taken for a message in progress stays in resp.rwqe: in error it is
+ * flushed with the others (an SRQ's WQE would otherwise be lost); going to
+ * RESET drops it (sroce_qp_reset()).
+ */
 void sroce_resp_reset(struct sroce_qp *qp)
 {
 	sroce_resp_abort_msg(qp);
 	sroce_resp_read_stop(qp);
-	qp->resp.rwqe_valid = false;
 	qp->resp.nak_sent = false;
 	qp->resp.ack_owed = false;
 	qp->resp.acks_held = 0;

@@ -7,6 +7,7 @@
  * holds it. What a process that imported a context needs beyond the core's
  * ioctl methods is therefore here (see the uAPI header).
  */
+#include <rdma/ib_mad.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -23,6 +24,13 @@ UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
 
 	if (IS_ERR(ibqp))
 		return PTR_ERR(ibqp);
+	/*
+	 * Only a QP this driver created has rings. An XRC target QP a process
+	 * created or opened is ib_core's share of one (a bare struct ib_qp
+	 * whose real_qp is ours), and has no send queue anyway.
+	 */
+	if (ibqp->real_qp != ibqp || ibqp->qp_type == IB_QPT_XRC_TGT)
+		return -EINVAL;
 	sroce_qp_doorbell(to_sqp(ibqp));
 	return 0;
 }
@@ -52,7 +60,28 @@ static int sroce_uapi_ah_attr(struct ib_device *ibdev,
 	return 0;
 }
 
-/* The attributes of a MODIFY_QP command, as ib_uverbs takes them. */
+/*
+ * The attribute mask ib_uverbs' modify_qp passes on: XRC halves ignore the
+ * attributes of the half they do not have.
+ */
+static u32 sroce_uapi_qp_mask(enum ib_qp_type type, u32 mask)
+{
+	switch (type) {
+	case IB_QPT_XRC_INI:
+		return mask & ~(IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	case IB_QPT_XRC_TGT:
+		return mask & ~(IB_QP_MAX_QP_RD_ATOMIC | IB_QP_RETRY_CNT |
+				IB_QP_RNR_RETRY);
+	default:
+		return mask;
+	}
+}
+
+/*
+ * The attributes of a MODIFY_QP command, with the checks ib_uverbs' own
+ * modify_qp makes before the driver sees them. The mask to pass on is
+ * written back to @cmd.
+ */
 static int sroce_uapi_qp_attr(struct ib_qp *qp, struct ib_qp_attr *attr,
 			      struct ib_uverbs_modify_qp *cmd)
 {
@@ -62,12 +91,35 @@ static int sroce_uapi_qp_attr(struct ib_qp *qp, struct ib_qp_attr *attr,
 	if ((mask & IB_QP_PORT) && !rdma_is_port_valid(qp->device,
 						       cmd->port_num))
 		return -EINVAL;
+	if (mask & IB_QP_AV) {
+		if (!rdma_is_port_valid(qp->device, cmd->dest.port_num))
+			return -EINVAL;
+		if ((mask & IB_QP_STATE) && cmd->qp_state == IB_QPS_RTR) {
+			/* INIT to RTR: the path's port is the QP's. */
+			if (cmd->dest.port_num != qp->real_qp->port)
+				return -EINVAL;
+		} else {
+			/* SQD to SQD: a new path moves the QP's port. */
+			if ((mask & IB_QP_PORT) &&
+			    cmd->port_num != cmd->dest.port_num)
+				return -EINVAL;
+			mask |= IB_QP_PORT;
+			cmd->port_num = cmd->dest.port_num;
+		}
+	}
 	if (((mask & IB_QP_STATE) && cmd->qp_state > IB_QPS_ERR) ||
 	    ((mask & IB_QP_CUR_STATE) && cmd->cur_qp_state > IB_QPS_ERR))
 		return -EINVAL;
 	/* Alternate paths: no RoCE device migrates paths. */
 	if (mask & (IB_QP_ALT_PATH | IB_QP_PATH_MIG_STATE))
 		return -EOPNOTSUPP;
+	/*
+	 * A Q_Key with the high bit set is privileged. ib_uverbs allows it
+	 * when "rdma system" enables privileged Q_Keys; that switch has no
+	 * exported reader, so this path always refuses it.
+	 */
+	if ((mask & IB_QP_QKEY) && (cmd->qkey & IB_QP_SET_QKEY))
+		return -EPERM;
 	if (mask & IB_QP_AV) {
 		err = sroce_uapi_ah_attr(qp->device, &attr->ah_attr,
 					 &cmd->dest);
@@ -91,6 +143,7 @@ static int sroce_uapi_qp_attr(struct ib_qp *qp, struct ib_qp_attr *attr,
 	attr->timeout = cmd->timeout;
 	attr->retry_cnt = cmd->retry_cnt;
 	attr->rnr_retry = cmd->rnr_retry;
+	cmd->attr_mask = sroce_uapi_qp_mask(qp->qp_type, mask);
 	return 0;
 }
 

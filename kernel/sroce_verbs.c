@@ -278,6 +278,9 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_DROP_MALFORMED].name = "drop_malformed",
 	[SROCE_CNT_DROP_NO_QP].name = "drop_no_qp",
 	[SROCE_CNT_DROP_QP_STATE].name = "drop_qp_state",
+	[SROCE_CNT_DROP_BAD_SOURCE].name = "drop_bad_source",
+	[SROCE_CNT_DROP_GHOST_RESP].name = "drop_ghost_response",
+	[SROCE_CNT_DROP_UC_MSG].name = "drop_uc_message",
 };
 
 static struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,

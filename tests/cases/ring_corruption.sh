@@ -2,11 +2,14 @@
 # error state or completion, never a kernel fault: a send producer index no
 # WQE could reach (QP to error), a WQE with a bad opcode and SGE count
 # (LOC_QP_OP_ERR, QP to error), a CQ consumer index no poller could publish
-# (IBV_EVENT_CQ_ERR). Everything still tears down.
+# (IBV_EVENT_CQ_ERR). The driver's ioctl methods refuse what is not theirs
+# to take: the doorbell of an XRC receive QP (EINVAL, no ring to ring), a
+# modify with a privileged Q_Key (EPERM) or a state past ERR (EINVAL), as
+# ib_uverbs' own modify does. Everything still tears down.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 bad=
-for t in sq_index wqe cq_index; do
+for t in sq_index wqe cq_index xrc_doorbell qp_modify_method; do
 	out=$(timeout 60 "$repo/tests/bin/sroce-corrupt" sroce0 $t 2>&1) ||
 		bad+="$t: $out"$'\n'
 done

@@ -3,9 +3,11 @@
 """Attack a victim RC QP (sroce-wire -V on the other VM) with RoCEv2
 packets crafted by scapy: bad ICRCs, truncated headers, unknown opcodes,
 headers too short for their opcode, QPNs that do not exist, PSNs far
-outside the window, a duplicate READ nobody asked before, an RDMA WRITE
-whose RETH length runs past the MR, then random packets with correct
-ICRCs. Prints how many of each it sent, as "sent KIND N".
+outside the window, a duplicate READ nobody asked before, responses
+(ACKs, NAKs, RNR NAKs, READ responses, atomic ACKs) to a QP that sent
+nothing, an RDMA WRITE with a valid rkey from an address that is not the
+QP's peer, an RDMA WRITE whose RETH length runs past the MR, then random
+packets with correct ICRCs. Prints how many of each it sent, as "sent KIND N".
 
     hostile.py VICTIM_IP PORT MY_IP
 """
@@ -32,6 +34,10 @@ def bth(opcode, qpn, psn, pad=0, tver=0, ackreq=True):
 
 def reth(va, rkey, length):
     return struct.pack('>QIi', va, rkey, length)
+
+
+def aeth(syndrome, msn):
+    return struct.pack('>I', (syndrome << 24) | (msn & 0xffffff))
 
 
 def roce(victim, me, payload, good_icrc=True, with_icrc=True):
@@ -106,6 +112,32 @@ def main():
              reth(addr, rkey, 64)),                       # READ, never asked
         roce(victim, me, bth(0x13, qpn, MY_PSN - 7) +         # CMP_SWAP
              struct.pack('>QIQQ', addr, rkey, 0, 1)),
+    ])
+    # Responses to a QP that sent nothing: ACKs, every NAK (sequence,
+    # invalid request, remote access, remote operational), RNR NAKs, READ
+    # responses and atomic ACKs, at PSNs all over. Each is dropped and
+    # counted; none completes a WQE that does not exist.
+    ghosts = []
+    for syn in (0x1f, 0x60, 0x61, 0x62, 0x63, 0x20, 0x3f):
+        for psn in (0, MY_PSN, MY_PSN + 1, 0xffffff, 0x800000):
+            ghosts.append(roce(victim, me, bth(0x11, qpn, psn) +
+                               aeth(syn, 1)))
+    for op in (0x0d, 0x0e, 0x0f, 0x10):     # READ response FIRST..ONLY
+        ghosts.append(roce(victim, me, bth(op, qpn, MY_PSN) +
+                           (aeth(0x1f, 1) if op != 0x0e else b'') +
+                           bytes(256)))
+    ghosts.append(roce(victim, me, bth(0x12, qpn, MY_PSN) + aeth(0x1f, 1) +
+                       struct.pack('>Q', 0x4242)))   # atomic ACK
+    fire('ghost_response', ghosts)
+    # Packets in the window, from an address that is not the victim's
+    # peer: an RDMA WRITE with the victim's real rkey and address. Dropped
+    # and counted; not one byte lands.
+    spoof = '.'.join(me.split('.')[:3] + ['99'])
+    fire('bad_source', [
+        roce(victim, spoof, bth(0x0a, qpn, MY_PSN) + reth(addr, rkey, 64) +
+             bytes([0x5a] * 64)),
+        roce(victim, spoof, bth(send_only, qpn, MY_PSN) + bytes(8)),
+        roce(victim, spoof, bth(0x11, qpn, MY_PSN) + aeth(0x62, 1)),
     ])
     # In the window at last: an RDMA WRITE FIRST whose RETH asks for 1 MiB
     # of a 4 KiB MR. A remote access NAK; the QP goes to the error state.

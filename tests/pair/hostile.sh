@@ -14,7 +14,8 @@ wire=$repo/tests/bin/sroce-wire
 cnt() { rdma statistic show link "$dev/1" | tr ' ' '\n' |
 	awk -v k="$1" 'found { print; exit } $0 == k { found = 1 }'; }
 names="drop_icrc_err drop_malformed drop_no_qp drop_qp_state out_of_sequence
-	duplicate_request nak_seq_sent nak_rem_access_sent"
+	duplicate_request nak_seq_sent nak_rem_access_sent drop_ghost_response
+	drop_bad_source"
 
 # expect NAME OP N: the counter NAME grew by OP N during the attack
 expect() {
@@ -40,6 +41,8 @@ if [ "$ROLE" = a ]; then
 	expect duplicate_request -ge 3
 	expect nak_rem_access_sent -eq 1
 	expect drop_qp_state -ge 1
+	expect drop_ghost_response -ge 40
+	expect drop_bad_source -ge 3
 	echo "a counters: $(counters)"
 else
 	step "victim QP: memory untouched by hostile packets" a "" \

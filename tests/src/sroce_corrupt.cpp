@@ -5,13 +5,14 @@
 // never a kernel fault. This test reaches the provider's ring structures
 // (userspace/sroce.h) the way a buggy application's stray stores would.
 //
-//   sroce-corrupt DEV sq_index|wqe|cq_index
+//   sroce-corrupt DEV sq_index|wqe|cq_index|xrc_doorbell|qp_modify_method
 #include "../../userspace/sroce.h"
 #include "check.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
 #include <string_view>
 #include <sys/ioctl.h>
@@ -167,18 +168,103 @@ void t_cq_index(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq, ibv_qp *qp)
 		ibv_dereg_mr(mr);
 }
 
+// The driver's doorbell method given an XRC receive QP (ib_core's share of
+// a target QP, with no rings): refused with EINVAL, the kernel untouched.
+void t_xrc_doorbell(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
+{
+	ibv_xrcd_init_attr xa{};
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	ibv_xrcd *xrcd = ibv_open_xrcd(ctx, &xa);
+	CHECK(xrcd, "open XRCD: %s", strerror(errno));
+	if (!xrcd)
+		return;
+	ibv_qp_init_attr_ex ia{};
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
+	CHECK(qp, "create XRC_RECV QP: %s", strerror(errno));
+	if (qp) {
+		int ret = doorbell(qp);
+		CHECK(ret == -1 && errno == EINVAL,
+		      "doorbell on an XRC receive QP: %d (%s), expected EINVAL",
+		      ret, strerror(errno));
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy XRC_RECV QP");
+	}
+	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+}
+
+// SROCE_METHOD_QP_MODIFY (the modify an importing process uses) makes the
+// checks ib_uverbs' own modify makes: a state past ERR is EINVAL, a
+// privileged Q_Key (high bit) is EPERM; the QP is left as it was, and a
+// good modify through it works.
+int modify_method(ibv_qp *qp, ib_uverbs_modify_qp cmd)
+{
+	using namespace sroce;
+
+	cmd.qp_handle = qp->handle;
+	return call_method(qp->context->cmd_fd, UVERBS_OBJECT_QP,
+			   SROCE_METHOD_QP_MODIFY,
+			   std::array{ idr_attr(SROCE_ATTR_MODIFY_QP_HANDLE,
+						qp->handle),
+				       ptr_attr(SROCE_ATTR_MODIFY_QP_CMD, &cmd,
+						sizeof(cmd)) });
+}
+
+void t_qp_modify_method(ibv_context *, ibv_pd *pd, ibv_cq *cq, ibv_qp *)
+{
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap = { 1, 1, 1, 1, 0 };
+	ibv_qp *qp = ibv_create_qp(pd, &ia);
+	CHECK(qp, "create UD QP: %s", strerror(errno));
+	if (!qp)
+		return;
+	ib_uverbs_modify_qp cmd{};
+	cmd.attr_mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			IBV_QP_QKEY;
+	cmd.qp_state = IBV_QPS_INIT;
+	cmd.port_num = 1;
+	cmd.qkey = 0x80000011;
+	int ret = modify_method(qp, cmd);
+	CHECK(ret == EPERM, "privileged Q_Key: %d (%s), expected EPERM", ret,
+	      strerror(ret));
+	cmd.qkey = 0x11;
+	cmd.qp_state = IBV_QPS_ERR + 1;
+	ret = modify_method(qp, cmd);
+	CHECK(ret == EINVAL, "state %d: %d (%s), expected EINVAL",
+	      cmd.qp_state, ret, strerror(ret));
+	CHECK(state_of(qp) == IBV_QPS_RESET, "QP state %d after refused "
+	      "modifies", state_of(qp));
+	cmd.qp_state = IBV_QPS_INIT;
+	ret = modify_method(qp, cmd);
+	CHECK(ret == 0, "a good modify: %s", strerror(ret));
+	ibv_qp_attr a{};
+	ibv_qp_init_attr qa{};
+	ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_QKEY, &qa);
+	CHECK(a.qp_state == IBV_QPS_INIT && a.qkey == 0x11,
+	      "state %d qkey %#x after a good modify", a.qp_state, a.qkey);
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy UD QP");
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: sroce-corrupt DEV sq_index|wqe|cq_index\n");
+		fprintf(stderr, "usage: sroce-corrupt DEV sq_index|wqe|cq_index|"
+				"xrc_doorbell|qp_modify_method\n");
 		return 2;
 	}
 	std::string_view t = argv[2];
-	auto fn = t == "sq_index" ? t_sq_index :
-		  t == "wqe"	  ? t_wqe :
-		  t == "cq_index" ? t_cq_index : nullptr;
+	auto fn = t == "sq_index"	  ? t_sq_index :
+		  t == "wqe"		  ? t_wqe :
+		  t == "cq_index"	  ? t_cq_index :
+		  t == "xrc_doorbell"	  ? t_xrc_doorbell :
+		  t == "qp_modify_method" ? t_qp_modify_method : nullptr;
 	if (!fn)
 		return 2;
 

@@ -6,9 +6,9 @@
 //
 //   sroce-xfer DEV TEST [QP_TYPE] [MTU]
 //
-// TEST is one of the names in the table at the bottom; QP_TYPE is rc
+// TEST is one of the names in the tables (here and in xfer_*.cpp); QP_TYPE is rc
 // (default) or uc; MTU is 256..4096 (default 1024).
-#include "check.h"
+#include "xfer.h"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -21,212 +21,8 @@
 #include <unistd.h>
 #include <vector>
 
+namespace xfer {
 namespace {
-
-const size_t kBuf = 1 << 20;
-
-// One side: a QP with its CQ and a registered buffer.
-struct Side {
-	ibv_pd *pd = nullptr;
-	ibv_cq *cq = nullptr;
-	ibv_qp *qp = nullptr;
-	ibv_mr *mr = nullptr;
-	std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
-};
-
-struct Pair {
-	ibv_context *ctx = nullptr;
-	ibv_qp_type type = IBV_QPT_RC;
-	ibv_mtu mtu = IBV_MTU_1024;
-	int rnr_retry = 7;
-	uint32_t lost_peer = 0;	// a's peer QPN, if not b's (a peer that vanished)
-	int timeout = 14;
-	int retry_cnt = 7;
-	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			    IBV_ACCESS_REMOTE_ATOMIC;
-	uint64_t send_ops = 0;	// create with ibv_create_qp_ex and these ops
-	Side a, b;
-};
-
-bool setup_side(Pair &p, Side &s)
-{
-	s.pd = ibv_alloc_pd(p.ctx);
-	s.cq = ibv_create_cq(p.ctx, 256, nullptr, nullptr, 0);
-	s.mr = ibv_reg_mr(s.pd, s.buf.data(), s.buf.size(),
-			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				  IBV_ACCESS_REMOTE_READ |
-				  IBV_ACCESS_REMOTE_ATOMIC);
-	ibv_qp_init_attr ia{};
-	ia.send_cq = ia.recv_cq = s.cq;
-	ia.qp_type = p.type;
-	ia.cap = { 64, 64, 4, 4, 256 };
-	if (s.pd && s.cq && !p.send_ops)
-		s.qp = ibv_create_qp(s.pd, &ia);
-	if (s.pd && s.cq && p.send_ops) {
-		ibv_qp_init_attr_ex ix{};
-		ix.send_cq = ix.recv_cq = s.cq;
-		ix.qp_type = p.type;
-		ix.cap = ia.cap;
-		ix.comp_mask = IBV_QP_INIT_ATTR_PD |
-			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-		ix.pd = s.pd;
-		ix.send_ops_flags = p.send_ops;
-		s.qp = ibv_create_qp_ex(p.ctx, &ix);
-	}
-	CHECK(s.pd && s.cq && s.mr && s.qp, "setting up a QP: %s",
-	      strerror(errno));
-	return s.pd && s.cq && s.mr && s.qp;
-}
-
-bool connect(Pair &p, Side &s, const Side &peer)
-{
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = p.remote_access;
-	int ret = ibv_modify_qp(s.qp, &a,
-				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					IBV_QP_ACCESS_FLAGS);
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = p.mtu;
-	a.dest_qp_num = &s == &p.a && p.lost_peer ? p.lost_peer :
-						    peer.qp->qp_num;
-	a.rq_psn = peer.qp->qp_num * 7 & 0xffffff;
-	a.max_dest_rd_atomic = 8;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (p.type == IBV_QPT_RC)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s.qp->qp_num * 7 & 0xffffff;
-	a.timeout = p.timeout;
-	a.retry_cnt = p.retry_cnt;
-	a.rnr_retry = p.rnr_retry;
-	a.max_rd_atomic = 8;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (p.type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
-	CHECK(ret == 0, "connecting QP 0x%x: %s", s.qp->qp_num, strerror(ret));
-	return ret == 0;
-}
-
-bool setup(Pair &p)
-{
-	return setup_side(p, p.a) && setup_side(p, p.b) &&
-	       connect(p, p.a, p.b) && connect(p, p.b, p.a);
-}
-
-void teardown(Pair &p)
-{
-	for (Side *s : { &p.a, &p.b }) {
-		if (s->qp)
-			CHECK(ibv_destroy_qp(s->qp) == 0, "destroy QP");
-		if (s->mr)
-			CHECK(ibv_dereg_mr(s->mr) == 0, "dereg MR");
-		if (s->cq)
-			CHECK(ibv_destroy_cq(s->cq) == 0, "destroy CQ");
-		if (s->pd)
-			CHECK(ibv_dealloc_pd(s->pd) == 0, "dealloc PD");
-	}
-}
-
-// Waits up to 10 s for one completion on @s's CQ.
-bool poll_one(Side &s, ibv_wc &wc)
-{
-	for (int i = 0; i < 10000; i++) {
-		int n = ibv_poll_cq(s.cq, 1, &wc);
-		if (n == 1)
-			return true;
-		CHECK(n == 0, "ibv_poll_cq returned %d", n);
-		usleep(1000);
-	}
-	CHECK(false, "no completion within 10 s on QP 0x%x", s.qp->qp_num);
-	return false;
-}
-
-void fill(Side &s, size_t off, size_t len, uint8_t seed)
-{
-	for (size_t i = 0; i < len; i++)
-		s.buf[off + i] = uint8_t(seed + i * 7 + (i >> 8));
-}
-
-bool same(const Side &x, size_t xo, const Side &y, size_t yo, size_t len)
-{
-	return !memcmp(&x.buf[xo], &y.buf[yo], len);
-}
-
-int post_recv(Side &s, size_t off, uint32_t len, uint64_t id)
-{
-	ibv_sge sge = { uintptr_t(&s.buf[off]), len, s.mr->lkey };
-	ibv_recv_wr wr{}, *bad;
-	wr.wr_id = id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	return ibv_post_recv(s.qp, &wr, &bad);
-}
-
-int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
-	      uint64_t id, uint64_t raddr = 0, uint32_t rkey = 0,
-	      unsigned flags = IBV_SEND_SIGNALED, uint32_t lkey = 0)
-{
-	ibv_sge sge = { uintptr_t(&s.buf[off]), len, lkey ? lkey : s.mr->lkey };
-	ibv_send_wr wr = one_sge_wr(&sge, op, id, flags), *bad;
-	wr.imm_data = htonl(0x12345678);
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	return ibv_post_send(s.qp, &wr, &bad);
-}
-
-// UC completes a send once it is sent, not once it landed: wait for it.
-bool landed(const Side &x, size_t xo, const Side &y, size_t yo, size_t len)
-{
-	for (int i = 0; i < 5000 && !same(x, xo, y, yo, len); i++)
-		usleep(1000);
-	return same(x, xo, y, yo, len);
-}
-
-uint64_t remote(const Side &s, size_t off)
-{
-	return uintptr_t(&s.buf[off]);
-}
-
-// A completion with the given fields, else a failure that says which.
-void expect_wc(Side &s, uint64_t id, ibv_wc_status status, int opcode = -1,
-	       int64_t len = -1)
-{
-	ibv_wc wc{};
-	if (!poll_one(s, wc))
-		return;
-	CHECK(wc.wr_id == id && wc.status == status,
-	      "completion wr_id %llu status %s, expected wr_id %llu status %s",
-	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
-	      (unsigned long long)id, ibv_wc_status_str(status));
-	if (status == IBV_WC_SUCCESS && opcode >= 0)
-		CHECK(wc.opcode == opcode, "opcode %d, expected %d", wc.opcode,
-		      opcode);
-	if (status == IBV_WC_SUCCESS && len >= 0)
-		CHECK(wc.byte_len == uint32_t(len), "byte_len %u, expected %lld",
-		      wc.byte_len, (long long)len);
-	if (status == IBV_WC_SUCCESS)
-		CHECK(wc.qp_num == s.qp->qp_num, "qp_num 0x%x", wc.qp_num);
-}
-
-void expect_eq_status(ibv_wc_status got, ibv_wc_status want, const char *what)
-{
-	CHECK(got == want, "%s: status %s, expected %s", what,
-	      ibv_wc_status_str(got), ibv_wc_status_str(want));
-}
 
 // SEND of several sizes, one and many packets, and zero bytes.
 void t_send(Pair &p)
@@ -1222,12 +1018,6 @@ void lost_peer(Pair &p)
 	p.retry_cnt = 2;
 }
 
-struct Test {
-	const char *name;
-	void (*fn)(Pair &);
-	void (*tweak)(Pair &);
-	bool uc;	// also meaningful on UC
-};
 
 void no_remote_write(Pair &p)
 {
@@ -1238,28 +1028,22 @@ const int kOdpAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 		       IBV_ACCESS_ON_DEMAND;
 
-uint8_t *map_anon(size_t len)
+// b SENDs @len bytes of @byte from @from (through @lkey) into a's buffer
+// at @a_off; they must arrive.
+void send_from(Pair &p, uint8_t *from, uint32_t len, uint32_t lkey,
+	       size_t a_off, uint8_t byte)
 {
-	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
-	return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+	memset(from, byte, len);
+	CHECK(post_recv(p.a, a_off, len, 4) == 0, "post recv");
+	ibv_sge sge = { uintptr_t(from), len, lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 5), *bad;
+	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post send");
+	expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
+	expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, len);
+	CHECK(!memcmp(&p.a.buf[a_off], from, len), "sent bytes differ");
 }
 
-// Pages of [m, m + len) the CPU has now.
-size_t resident(uint8_t *m, size_t len)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	std::vector<unsigned char> vec((len + page - 1) / page);
-	size_t n = 0;
-
-	CHECK(mincore(m, len, vec.data()) == 0, "mincore: %s", strerror(errno));
-	for (unsigned char v : vec)
-		n += v & 1;
-	return n;
-}
-
-// A on-demand paging MR on b's side as the target and the source of RDMA:
+// An on-demand paging MR on b's side as the target and the source of RDMA:
 // its pages come and go under the requests, and the bytes stay right.
 void t_odp(Pair &p)
 {
@@ -1301,17 +1085,10 @@ void t_odp(Pair &p)
 	CHECK(zero, "READ after MADV_DONTNEED returned stale bytes");
 
 	// ODP memory as a local SGE: b SENDs from it, a READs into it.
-	memset(m + 65536, 0x3c, 3000);
-	CHECK(post_recv(p.a, 300000, 3000, 4) == 0, "post recv");
-	ibv_sge sge = { uintptr_t(m + 65536), 3000, odp->lkey };
-	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 5), *bad;
-	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post send");
-	expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
-	expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, 3000);
-	CHECK(!memcmp(&p.a.buf[300000], m + 65536, 3000), "sent bytes differ");
+	send_from(p, m + 65536, 3000, odp->lkey, 300000, 0x3c);
 	fill(p.a, 400000, 9000, 9);
-	sge = { uintptr_t(m + 131072), 9000, odp->lkey };
-	wr = one_sge_wr(&sge, IBV_WR_RDMA_READ, 6);
+	ibv_sge sge = { uintptr_t(m + 131072), 9000, odp->lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_RDMA_READ, 6), *bad;
 	wr.wr.rdma.remote_addr = remote(p.a, 400000);
 	wr.wr.rdma.rkey = p.a.mr->rkey;
 	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post read");
@@ -1456,15 +1233,7 @@ void t_advise(Pair &p)
 		CHECK(!memcmp(&p.a.buf[20000], late + 100, 5000),
 		      "implicit READ");
 		// The implicit MR's own lkey as a local SGE.
-		memset(late + 8192, 0x2d, 1000);
-		CHECK(post_recv(p.a, 30000, 1000, 4) == 0, "post recv");
-		ibv_sge sge = { uintptr_t(late + 8192), 1000, imp->lkey };
-		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 5), *bad;
-		CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post send");
-		expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
-		expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, 1000);
-		CHECK(!memcmp(&p.a.buf[30000], late + 8192, 1000),
-		      "implicit SEND");
+		send_from(p, late + 8192, 1000, imp->lkey, 30000, 0x2d);
 	}
 	if (imp)
 		CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
@@ -1528,6 +1297,9 @@ const Test tests[] = {
 };
 
 } // namespace
+} // namespace xfer
+
+using namespace xfer;
 
 int main(int argc, char **argv)
 {
@@ -1542,9 +1314,11 @@ int main(int argc, char **argv)
 		p.mtu = ibv_mtu(__builtin_ctz(atoi(argv[4]) / 128));
 
 	const Test *t = nullptr;
-	for (const Test &x : tests)
-		if (std::string_view(argv[2]) == x.name)
-			t = &x;
+	for (std::span<const Test> table : { std::span<const Test>(tests),
+					     harden_tests })
+		for (const Test &x : table)
+			if (std::string_view(argv[2]) == x.name)
+				t = &x;
 	if (!t || (p.type == IBV_QPT_UC && !t->uc)) {
 		fprintf(stderr, "unknown test %s for this QP type\n", argv[2]);
 		return 2;

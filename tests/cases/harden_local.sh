@@ -1,0 +1,12 @@
+# What a code review of the kernel found, each checked as a user would see
+# it: an RDMA WRITE with immediate that meets RNR NAKs leaks no pinned
+# memory; ibv_dereg_mr in the middle of a multi-packet WRITE lets no byte
+# land after it returns; ibv_rereg_mr(CHANGE_TRANSLATION) mid-message does
+# not split the message between the buffers; an SRQ receive WQE taken for a
+# half-received message is flushed when the QP errors, not lost; one bad
+# rkey does not break a UC connection; QP numbers are not sequential.
+. "$(dirname "$0")/../lib.sh"
+link_add sroce0 eth0
+xfer_all sroce0 rc 1024 rnr_imm_pin dereg_mid_write rereg_mid_write \
+	srq_flush_taken uc_bad_rkey qpn_random
+xfer_all sroce0 uc 1024 uc_bad_rkey

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// The harness of sroce-xfer's tests: two QPs of one device connected to
+// each other (the packets loop back through sroce's RoCEv2 path), each
+// with a CQ and a registered buffer, and what a test needs to post work,
+// wait for completions and check the bytes that arrived.
+#pragma once
+
+#include "check.h"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <vector>
+
+namespace xfer {
+
+inline const size_t kBuf = 1 << 20;
+
+// One side: a QP with its CQ and a registered buffer.
+struct Side {
+	ibv_pd *pd = nullptr;
+	ibv_cq *cq = nullptr;
+	ibv_qp *qp = nullptr;
+	ibv_mr *mr = nullptr;
+	std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+};
+
+struct Pair {
+	ibv_context *ctx = nullptr;
+	ibv_qp_type type = IBV_QPT_RC;
+	ibv_mtu mtu = IBV_MTU_1024;
+	int rnr_retry = 7;
+	uint32_t lost_peer = 0;	// a's peer QPN, if not b's (a peer that vanished)
+	int timeout = 14;
+	int retry_cnt = 7;
+	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC;
+	uint64_t send_ops = 0;	// create with ibv_create_qp_ex and these ops
+	Side a, b;
+};
+
+inline bool setup_side(Pair &p, Side &s)
+{
+	s.pd = ibv_alloc_pd(p.ctx);
+	s.cq = ibv_create_cq(p.ctx, 256, nullptr, nullptr, 0);
+	s.mr = ibv_reg_mr(s.pd, s.buf.data(), s.buf.size(),
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				  IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC);
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = s.cq;
+	ia.qp_type = p.type;
+	ia.cap = { 64, 64, 4, 4, 256 };
+	if (s.pd && s.cq && !p.send_ops)
+		s.qp = ibv_create_qp(s.pd, &ia);
+	if (s.pd && s.cq && p.send_ops) {
+		ibv_qp_init_attr_ex ix{};
+		ix.send_cq = ix.recv_cq = s.cq;
+		ix.qp_type = p.type;
+		ix.cap = ia.cap;
+		ix.comp_mask = IBV_QP_INIT_ATTR_PD |
+			       IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		ix.pd = s.pd;
+		ix.send_ops_flags = p.send_ops;
+		s.qp = ibv_create_qp_ex(p.ctx, &ix);
+	}
+	CHECK(s.pd && s.cq && s.mr && s.qp, "setting up a QP: %s",
+	      strerror(errno));
+	return s.pd && s.cq && s.mr && s.qp;
+}
+
+inline bool connect(Pair &p, Side &s, const Side &peer)
+{
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = p.remote_access;
+	int ret = ibv_modify_qp(s.qp, &a,
+				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					IBV_QP_ACCESS_FLAGS);
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = p.mtu;
+	a.dest_qp_num = &s == &p.a && p.lost_peer ? p.lost_peer :
+						    peer.qp->qp_num;
+	a.rq_psn = peer.qp->qp_num * 7 & 0xffffff;
+	a.max_dest_rd_atomic = 8;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
+	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (p.type == IBV_QPT_RC)
+		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = s.qp->qp_num * 7 & 0xffffff;
+	a.timeout = p.timeout;
+	a.retry_cnt = p.retry_cnt;
+	a.rnr_retry = p.rnr_retry;
+	a.max_rd_atomic = 8;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (p.type == IBV_QPT_RC)
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	CHECK(ret == 0, "connecting QP 0x%x: %s", s.qp->qp_num, strerror(ret));
+	return ret == 0;
+}
+
+inline bool setup(Pair &p)
+{
+	return setup_side(p, p.a) && setup_side(p, p.b) &&
+	       connect(p, p.a, p.b) && connect(p, p.b, p.a);
+}
+
+inline void teardown(Pair &p)
+{
+	for (Side *s : { &p.a, &p.b }) {
+		if (s->qp)
+			CHECK(ibv_destroy_qp(s->qp) == 0, "destroy QP");
+		if (s->mr)
+			CHECK(ibv_dereg_mr(s->mr) == 0, "dereg MR");
+		if (s->cq)
+			CHECK(ibv_destroy_cq(s->cq) == 0, "destroy CQ");
+		if (s->pd)
+			CHECK(ibv_dealloc_pd(s->pd) == 0, "dealloc PD");
+	}
+}
+
+// Waits up to 10 s for one completion on @s's CQ.
+inline bool poll_one(Side &s, ibv_wc &wc)
+{
+	for (int i = 0; i < 10000; i++) {
+		int n = ibv_poll_cq(s.cq, 1, &wc);
+		if (n == 1)
+			return true;
+		CHECK(n == 0, "ibv_poll_cq returned %d", n);
+		usleep(1000);
+	}
+	CHECK(false, "no completion within 10 s on QP 0x%x", s.qp->qp_num);
+	return false;
+}
+
+inline void fill(Side &s, size_t off, size_t len, uint8_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		s.buf[off + i] = uint8_t(seed + i * 7 + (i >> 8));
+}
+
+inline bool same(const Side &x, size_t xo, const Side &y, size_t yo,
+		 size_t len)
+{
+	return !memcmp(&x.buf[xo], &y.buf[yo], len);
+}
+
+inline int post_recv(Side &s, size_t off, uint32_t len, uint64_t id)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[off]), len, s.mr->lkey };
+	ibv_recv_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	return ibv_post_recv(s.qp, &wr, &bad);
+}
+
+inline int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
+	      uint64_t id, uint64_t raddr = 0, uint32_t rkey = 0,
+	      unsigned flags = IBV_SEND_SIGNALED, uint32_t lkey = 0)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[off]), len, lkey ? lkey : s.mr->lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, op, id, flags), *bad;
+	wr.imm_data = htonl(0x12345678);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(s.qp, &wr, &bad);
+}
+
+// UC completes a send once it is sent, not once it landed: wait for it.
+inline bool landed(const Side &x, size_t xo, const Side &y, size_t yo,
+		   size_t len)
+{
+	for (int i = 0; i < 5000 && !same(x, xo, y, yo, len); i++)
+		usleep(1000);
+	return same(x, xo, y, yo, len);
+}
+
+inline uint64_t remote(const Side &s, size_t off)
+{
+	return uintptr_t(&s.buf[off]);
+}
+
+// A completion with the given fields, else a failure that says which.
+inline void expect_wc(Side &s, uint64_t id, ibv_wc_status status,
+		      int opcode = -1, int64_t len = -1)
+{
+	ibv_wc wc{};
+	if (!poll_one(s, wc))
+		return;
+	CHECK(wc.wr_id == id && wc.status == status,
+	      "completion wr_id %llu status %s, expected wr_id %llu status %s",
+	      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      (unsigned long long)id, ibv_wc_status_str(status));
+	if (status == IBV_WC_SUCCESS && opcode >= 0)
+		CHECK(wc.opcode == opcode, "opcode %d, expected %d", wc.opcode,
+		      opcode);
+	if (status == IBV_WC_SUCCESS && len >= 0)
+		CHECK(wc.byte_len == uint32_t(len), "byte_len %u, expected %lld",
+		      wc.byte_len, (long long)len);
+	if (status == IBV_WC_SUCCESS)
+		CHECK(wc.qp_num == s.qp->qp_num, "qp_num 0x%x", wc.qp_num);
+}
+
+inline void expect_eq_status(ibv_wc_status got, ibv_wc_status want,
+			     const char *what)
+{
+	CHECK(got == want, "%s: status %s, expected %s", what,
+	      ibv_wc_status_str(got), ibv_wc_status_str(want));
+}
+
+// Anonymous private memory, not yet touched.
+inline uint8_t *map_anon(size_t len)
+{
+	void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap: %s", strerror(errno));
+	return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+}
+
+// Pages of [m, m + len) the CPU has now.
+inline size_t resident(uint8_t *m, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	std::vector<unsigned char> vec((len + page - 1) / page);
+	size_t n = 0;
+
+	CHECK(mincore(m, len, vec.data()) == 0, "mincore: %s", strerror(errno));
+	for (unsigned char v : vec)
+		n += v & 1;
+	return n;
+}
+
+// A test: its name, what it runs on a connected pair, what it changes in
+// the pair before the pair is set up, and whether it also runs on UC.
+struct Test {
+	const char *name;
+	void (*fn)(Pair &);
+	void (*tweak)(Pair &);
+	bool uc;	// also meaningful on UC
+};
+
+// The tests of one file (one feature), as main() finds them.
+extern const std::span<const Test> harden_tests;
+
+} // namespace xfer

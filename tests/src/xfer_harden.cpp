@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-xfer tests for what a code review of the kernel found: memory a
+// message must stop using when its key goes away, pins that must not leak,
+// receive WQEs that must not be lost, UC connections that one bad packet
+// must not break, QP numbers a forger must not guess.
+#include "xfer.h"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace xfer {
+namespace {
+
+// The process's pinned memory (VmPin in /proc/self/status), in KiB.
+long vm_pin_kb()
+{
+	std::ifstream f("/proc/self/status");
+	std::string line;
+
+	while (std::getline(f, line))
+		if (line.rfind("VmPin:", 0) == 0)
+			return atol(line.c_str() + 6);
+	CHECK(false, "no VmPin in /proc/self/status");
+	return -1;
+}
+
+// RDMA WRITE with immediate into a QP with no receive posted: every RNR
+// NAK (and the retry that follows it) must leave nothing behind. Once the
+// receive is posted and the target MR deregistered, the process's pinned
+// memory is what it was before. One packet (WRITE ONLY with immediate):
+// each retry starts the message again.
+void t_rnr_imm_pin(Pair &p)
+{
+	const size_t len = 1 << 20;
+	const uint32_t wlen = 500;
+	std::vector<uint8_t> target(len);
+	long before = vm_pin_kb();
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, target.data(), len,
+				IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_WRITE);
+
+	CHECK(mr, "reg MR: %s", strerror(errno));
+	if (!mr)
+		return;
+	CHECK(vm_pin_kb() >= before + long(len >> 10), "VmPin %ld kB after "
+	      "registering 1 MiB, %ld kB before", vm_pin_kb(), before);
+	fill(p.a, 0, wlen, 9);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, wlen, 1,
+			uintptr_t(target.data() + 100), mr->rkey) == 0, "post");
+	// Many RNR NAKs (min_rnr_timer 1: 10 us each) before the receive.
+	usleep(300000);
+	CHECK(post_recv(p.b, 0, 16, 2) == 0, "post_recv");
+	expect_wc(p.b, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, wlen);
+	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK(!memcmp(target.data() + 100, &p.a.buf[0], wlen),
+	      "written bytes differ");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
+	CHECK(vm_pin_kb() == before, "VmPin %ld kB after dereg, %ld kB before "
+	      "(a map leaked by an RNR retry keeps its pages pinned)",
+	      vm_pin_kb(), before);
+}
+
+// A large RDMA WRITE from a to a separate MR of b, and @change done to
+// that MR once the first bytes landed. Returns the completion status; sets
+// @snap to the target as it was when @change returned and @target to what
+// it is now (after the WRITE completed).
+const size_t kBig = 128 << 20;
+
+ibv_wc_status write_while(Pair &p, std::vector<uint8_t> &target,
+			  std::vector<uint8_t> &snap,
+			  int (*change)(ibv_mr *&mr, void *ctx), void *ctx)
+{
+	std::vector<uint8_t> src(kBig);
+	ibv_mr *smr = ibv_reg_mr(p.a.pd, src.data(), kBig,
+				 IBV_ACCESS_LOCAL_WRITE);
+	ibv_mr *tmr = ibv_reg_mr(p.b.pd, target.data(), kBig,
+				 IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE);
+	ibv_wc wc{};
+
+	CHECK(smr && tmr, "reg MRs: %s", strerror(errno));
+	if (!smr || !tmr)
+		return IBV_WC_GENERAL_ERR;
+	memset(src.data(), 0xa5, kBig);
+	ibv_sge sge = { uintptr_t(src.data()), uint32_t(kBig), smr->lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_RDMA_WRITE, 7), *bad;
+	wr.wr.rdma.remote_addr = uintptr_t(target.data());
+	wr.wr.rdma.rkey = tmr->rkey;
+	CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0, "post");
+	// The message is under way: its first bytes are there.
+	for (int i = 0; i < 20000 && !target[0]; i++)
+		usleep(100);
+	CHECK(target[0] == 0xa5, "the WRITE did not start");
+	CHECK(target[kBig - 1] == 0, "the WRITE ended before the change: "
+	      "the test proves nothing");
+	CHECK(change(tmr, ctx) == 0, "changing the target MR: %s",
+	      strerror(errno));
+	snap = target;
+	poll_one(p.a, wc);
+	CHECK(wc.wr_id == 7, "wr_id %llu", (unsigned long long)wc.wr_id);
+	if (tmr)
+		ibv_dereg_mr(tmr);
+	ibv_dereg_mr(smr);
+	return wc.status;
+}
+
+int dereg(ibv_mr *&mr, void *)
+{
+	int ret = ibv_dereg_mr(mr);
+
+	if (!ret)
+		mr = nullptr;
+	return ret;
+}
+
+// ibv_dereg_mr in the middle of a multi-packet WRITE: once it returns,
+// not one more byte lands, and the requester sees a remote access error.
+void t_dereg_mid_write(Pair &p)
+{
+	std::vector<uint8_t> target(kBig), snap;
+	ibv_wc_status st = write_while(p, target, snap, dereg, nullptr);
+
+	expect_eq_status(st, IBV_WC_REM_ACCESS_ERR, "WRITE across dereg");
+	size_t landed = kBig - std::count(target.begin(), target.end(), 0);
+	CHECK(target == snap, "bytes landed after ibv_dereg_mr returned "
+	      "(%zu landed in all)", landed);
+}
+
+int rereg_trans(ibv_mr *&mr, void *ctx)
+{
+	auto *to = static_cast<std::vector<uint8_t> *>(ctx);
+
+	return ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr,
+			    to->data(), to->size(), 0);
+}
+
+// ibv_rereg_mr(CHANGE_TRANSLATION) in the middle of a multi-packet WRITE:
+// the message is not split between the two buffers. It stops (a remote
+// access error); once rereg returned nothing more lands in the old buffer,
+// and nothing of it lands in the new one.
+void t_rereg_mid_write(Pair &p)
+{
+	std::vector<uint8_t> target(kBig), snap, fresh(kBig);
+	ibv_wc_status st = write_while(p, target, snap, rereg_trans, &fresh);
+
+	expect_eq_status(st, IBV_WC_REM_ACCESS_ERR, "WRITE across rereg");
+	CHECK(target == snap, "bytes landed in the old buffer after rereg");
+	CHECK(std::count(fresh.begin(), fresh.end(), 0) == long(kBig),
+	      "%zu bytes of the message landed in the new buffer",
+	      kBig - std::count(fresh.begin(), fresh.end(), 0));
+}
+
+ibv_qp_state qp_state(ibv_qp *qp)
+{
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+
+	ibv_query_qp(qp, &a, IBV_QP_STATE, &ia);
+	return a.qp_state;
+}
+
+// A SEND that stops half way (its source page is gone: the requester fails
+// with a local protection error) leaves the receiver holding the SRQ WQE it
+// took for the first packets. When the receiver's QP goes to error, that
+// WQE completes with WR_FLUSH_ERR; it is not lost.
+void t_srq_flush_taken(Pair &p)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	ibv_srq_init_attr sa{};
+	sa.attr = { 8, 1, 0 };
+	ibv_srq *srq = ibv_create_srq(p.b.pd, &sa);
+	CHECK(srq, "create SRQ: %s", strerror(errno));
+	if (!srq)
+		return;
+
+	// b's QP, on the SRQ, connected to a instead of b's first QP.
+	Side b2;
+	b2.pd = p.b.pd;
+	b2.cq = p.b.cq;
+	b2.mr = p.b.mr;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = p.b.cq;
+	ia.srq = srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = { 4, 0, 1, 0, 0 };
+	b2.qp = ibv_create_qp(p.b.pd, &ia);
+	CHECK(b2.qp, "create QP on the SRQ: %s", strerror(errno));
+	ibv_qp_attr reset{};
+	reset.qp_state = IBV_QPS_RESET;
+	bool ok = b2.qp && ibv_modify_qp(p.a.qp, &reset, IBV_QP_STATE) == 0 &&
+		  connect(p, p.a, b2) && connect(p, b2, p.a);
+	for (int i = 0; ok && i < 4; i++) {
+		ibv_sge sge = { uintptr_t(&p.b.buf[i * 16384]), 16384,
+				p.b.mr->lkey };
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = 100 + i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		ok = ibv_post_srq_recv(srq, &wr, &bad) == 0;
+	}
+	// Three pages of ODP memory; the middle one unmapped.
+	uint8_t *m = ok ? map_anon(3 * page) : nullptr;
+	ibv_mr *odp = m ? ibv_reg_mr(p.a.pd, m, 3 * page,
+				     IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_ON_DEMAND) : nullptr;
+	CHECK(odp, "reg ODP MR: %s", strerror(errno));
+	if (odp) {
+		memset(m, 1, 3 * page);
+		munmap(m + page, page);
+		ibv_sge sge = { uintptr_t(m), uint32_t(3 * page), odp->lkey };
+		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 9), *bad;
+		CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0, "post send");
+		expect_wc(p.a, 9, IBV_WC_LOC_PROT_ERR);
+		usleep(100000);
+		CHECK(qp_state(b2.qp) == IBV_QPS_RTS,
+		      "receiver QP state %d", qp_state(b2.qp));
+		ibv_qp_attr err{};
+		err.qp_state = IBV_QPS_ERR;
+		CHECK(ibv_modify_qp(b2.qp, &err, IBV_QP_STATE) == 0,
+		      "receiver to ERR");
+		ibv_wc wc{};
+		if (poll_one(b2, wc))
+			CHECK(wc.wr_id == 100 && wc.status == IBV_WC_WR_FLUSH_ERR,
+			      "completion wr_id %llu status %s, expected the "
+			      "taken SRQ WQE 100 flushed",
+			      (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+		CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0,
+		      "more completions: the SRQ's other WQEs stay posted");
+		ibv_dereg_mr(odp);
+	}
+	if (m) {
+		munmap(m, page);
+		munmap(m + 2 * page, page);
+	}
+	if (b2.qp)
+		CHECK(ibv_destroy_qp(b2.qp) == 0, "destroy QP");
+	CHECK(ibv_destroy_srq(srq) == 0, "destroy SRQ");
+}
+
+// UC: an RDMA WRITE with a bad rkey is dropped by the receiver (UC has no
+// NAK); the receiver's QP stays connected, and the next good WRITE with
+// immediate lands and completes. On RC the same WRITE is a remote access
+// error.
+void t_uc_bad_rkey(Pair &p)
+{
+	fill(p.a, 0, 3000, 3);
+	memset(&p.b.buf[0], 0, 8192);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 3000, 1, remote(p.b, 0),
+			p.b.mr->rkey ^ 0x55) == 0, "post");
+	if (p.type == IBV_QPT_RC) {
+		expect_wc(p.a, 1, IBV_WC_REM_ACCESS_ERR);
+		return;
+	}
+	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	usleep(50000);
+	CHECK(qp_state(p.b.qp) == IBV_QPS_RTS, "receiver QP state %d after a "
+	      "bad rkey", qp_state(p.b.qp));
+	CHECK(std::count(p.b.buf.begin(), p.b.buf.begin() + 8192, 0) == 8192,
+	      "bytes landed through a bad rkey");
+	CHECK(post_recv(p.b, 8192, 16, 2) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, 3,
+			remote(p.b, 100), p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	expect_wc(p.b, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 3000);
+	CHECK(same(p.a, 0, p.b, 100, 3000), "written bytes differ");
+}
+
+// QP numbers are not handed out in sequence: of 32 QPs made one after the
+// other, hardly any follows its predecessor.
+void t_qpn_random(Pair &p)
+{
+	std::vector<ibv_qp *> qps;
+	int in_sequence = 0;
+
+	for (int i = 0; i < 32; i++) {
+		ibv_qp_init_attr ia{};
+		ia.send_cq = ia.recv_cq = p.a.cq;
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap = { 1, 1, 1, 1, 0 };
+		ibv_qp *qp = ibv_create_qp(p.a.pd, &ia);
+		CHECK(qp, "create QP %d: %s", i, strerror(errno));
+		if (!qp)
+			break;
+		if (!qps.empty() && qp->qp_num == qps.back()->qp_num + 1)
+			in_sequence++;
+		qps.push_back(qp);
+	}
+	CHECK(in_sequence < 2, "%d of %zu QP numbers follow the previous one",
+	      in_sequence, qps.size());
+	for (ibv_qp *qp : qps)
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+}
+
+const Test tests[] = {
+	{ "rnr_imm_pin", t_rnr_imm_pin, nullptr, false },
+	{ "dereg_mid_write", t_dereg_mid_write, nullptr, false },
+	{ "rereg_mid_write", t_rereg_mid_write, nullptr, false },
+	{ "srq_flush_taken", t_srq_flush_taken, nullptr, false },
+	{ "uc_bad_rkey", t_uc_bad_rkey, nullptr, true },
+	{ "qpn_random", t_qpn_random, nullptr, false },
+};
+
+} // namespace
+
+const std::span<const Test> harden_tests(tests);
+
+} // namespace xfer
