@@ -3,6 +3,8 @@
 # make            build sroce.ko, libsroce-rdmav34.so and the tests
 # make run        boot the VM, add sroce0, show it and run traffic
 # make check      boot the VM and run every test
+# make check-debug the same on a debug kernel (KASAN, lockdep, UBSAN,
+#                 kmemleak, ...), built once and cached (not in CI)
 # make bench      sroce against rdma_rxe, in one VM run (not in CI);
 #                 ROUNDS=N alternations (default 5)
 # make install / make uninstall
@@ -16,7 +18,8 @@ PREFIX ?= /usr
 LIBDIR ?= $(PREFIX)/lib/$(shell gcc -print-multiarch)
 DESTDIR ?=
 
-.PHONY: all kernel userspace tests run check bench install uninstall clean
+.PHONY: all kernel userspace tests run check check-debug bench install \
+	uninstall clean
 
 all: kernel userspace tests
 
@@ -34,6 +37,9 @@ run: all
 
 check: all
 	scripts/test.sh
+
+check-debug: all
+	scripts/check-debug.sh
 
 bench: all
 	scripts/bench.sh $(ROUNDS)

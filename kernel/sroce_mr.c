@@ -40,7 +40,6 @@ static void sroce_pin_release(struct kref *ref)
 		xa_for_each(&pin->children, idx, child)
 			ib_umem_odp_release(child);
 		xa_destroy(&pin->children);
-		mutex_destroy(&pin->child_lock);
 	}
 	if (pin->odp)
 		ib_umem_odp_release(pin->odp);
@@ -79,6 +78,13 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 /* Implicit ODP: a child umem covers each chunk of this size. */
 #define SROCE_ODP_CHILD_SHIFT	24
 
+/*
+ * Children an implicit ODP MR keeps at most (4 GiB of chunks, about 16 MiB
+ * of page lists in ib_core): a peer that sweeps the address space with the
+ * MR's rkey cannot make the kernel allocate without bound.
+ */
+#define SROCE_ODP_MAX_CHILDREN	256
+
 static bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 {
 	return (access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX;
@@ -103,7 +109,7 @@ static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		}
 		pin->implicit = true;
 		xa_init(&pin->children);
-		mutex_init(&pin->child_lock);
+		init_rwsem(&pin->child_rwsem);
 		pin->odp = odp;
 		pin->umem = &odp->umem;
 		return pin;
@@ -792,38 +798,122 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 }
 
 /*
- * The umem that covers @uva: an explicit ODP MR's own, or for implicit ODP
- * the child of @uva's chunk, made on first use (it may sleep).
+ * Has the process that owns @root anything mapped in [start, start + len)?
+ * Only then does an implicit ODP MR make a child for it: addresses past its
+ * user space, or where it has no mapping, cost the kernel nothing.
  */
-static struct ib_umem_odp *sroce_odp_at(struct sroce_pin *pin, u64 uva)
+static bool sroce_odp_mapped(struct ib_umem_odp *root, u64 start, u64 len)
 {
-	unsigned long idx = uva >> SROCE_ODP_CHILD_SHIFT;
+	struct mm_struct *mm = root->umem.owning_mm;
+	bool mapped;
+
+	if (start >= mm->task_size)
+		return false;
+	if (!mmget_not_zero(mm))
+		return false;
+	mmap_read_lock(mm);
+	mapped = !!find_vma_intersection(mm, start, start + len);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return mapped;
+}
+
+/*
+ * Free a child to make room for another: one with no page mapped if there
+ * is one, else the next one in turn from @pin->evict_next. Its pages are
+ * faulted in again if an access needs them. @pin->child_rwsem held for
+ * writing: no access is using any child.
+ */
+static void sroce_odp_evict(struct sroce_pin *pin)
+{
+	struct ib_umem_odp *child, *victim = NULL;
+	unsigned long idx;
+
+	lockdep_assert_held_write(&pin->child_rwsem);
+	xa_for_each(&pin->children, idx, child) {
+		if (!READ_ONCE(child->npages)) {
+			victim = child;
+			break;
+		}
+	}
+	if (!victim) {
+		idx = pin->evict_next;
+		victim = xa_find(&pin->children, &idx, ULONG_MAX, XA_PRESENT);
+		if (!victim) {
+			idx = 0;
+			victim = xa_find(&pin->children, &idx, ULONG_MAX,
+					 XA_PRESENT);
+		}
+		pin->evict_next = idx + 1;
+	}
+	if (WARN_ON_ONCE(!victim))
+		return;
+	xa_erase(&pin->children, ib_umem_start(victim) >> SROCE_ODP_CHILD_SHIFT);
+	pin->nchildren--;
+	ib_umem_odp_release(victim);
+}
+
+/* Make the child of chunk @idx; @pin->child_rwsem held for writing. */
+static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
+					       unsigned long idx)
+{
+	u64 start = (u64)idx << SROCE_ODP_CHILD_SHIFT;
 	struct ib_umem_odp *child;
 	int err;
 
+	lockdep_assert_held_write(&pin->child_rwsem);
+	if (!sroce_odp_mapped(pin->odp, start, BIT_ULL(SROCE_ODP_CHILD_SHIFT)))
+		return ERR_PTR(-EFAULT);
+	if (pin->nchildren >= SROCE_ODP_MAX_CHILDREN)
+		sroce_odp_evict(pin);
+	child = ib_umem_odp_alloc_child(pin->odp, start,
+					BIT_ULL(SROCE_ODP_CHILD_SHIFT),
+					&sroce_odp_ops);
+	if (IS_ERR(child))
+		return child;
+	err = xa_err(xa_store(&pin->children, idx, child, GFP_KERNEL));
+	if (err) {
+		ib_umem_odp_release(child);
+		return ERR_PTR(err);
+	}
+	pin->nchildren++;
+	return child;
+}
+
+/*
+ * The umem that covers @uva, for an access: an explicit ODP MR's own, or
+ * for implicit ODP the child of @uva's chunk, made on first use (it may
+ * sleep). For implicit ODP it returns with @pin->child_rwsem held for
+ * reading, so that the child is not freed under the access: release it
+ * with sroce_odp_put_umem().
+ */
+static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
+{
+	unsigned long idx = uva >> SROCE_ODP_CHILD_SHIFT;
+	struct ib_umem_odp *child;
+
 	if (!pin->implicit)
 		return pin->odp;
+	down_read(&pin->child_rwsem);
 	child = xa_load(&pin->children, idx);
 	if (child)
 		return child;
-	mutex_lock(&pin->child_lock);
+	up_read(&pin->child_rwsem);
+
+	down_write(&pin->child_rwsem);
 	child = xa_load(&pin->children, idx);
-	if (!child) {
-		child = ib_umem_odp_alloc_child(pin->odp,
-						idx << SROCE_ODP_CHILD_SHIFT,
-						BIT(SROCE_ODP_CHILD_SHIFT),
-						&sroce_odp_ops);
-		if (!IS_ERR(child)) {
-			err = xa_err(xa_store(&pin->children, idx, child,
-					      GFP_KERNEL));
-			if (err) {
-				ib_umem_odp_release(child);
-				child = ERR_PTR(err);
-			}
-		}
-	}
-	mutex_unlock(&pin->child_lock);
+	if (!child)
+		child = sroce_odp_add_child(pin, idx);
+	downgrade_write(&pin->child_rwsem);
+	if (IS_ERR(child))
+		up_read(&pin->child_rwsem);
 	return child;
+}
+
+static void sroce_odp_put_umem(struct sroce_pin *pin)
+{
+	if (pin->implicit)
+		up_read(&pin->child_rwsem);
 }
 
 /*
@@ -838,7 +928,7 @@ static void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
 {
 	u64 uva = map->pin->umem->address + (va - map->base);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
-	struct ib_umem_odp *odp = sroce_odp_at(map->pin, uva);
+	struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
 	dma_addr_t dma;
 	size_t idx;
 
@@ -856,21 +946,25 @@ static void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
 	if ((dma & bits) != bits) {
 		mutex_unlock(&odp->umem_mutex);
 		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
-			return ERR_PTR(-EFAULT);
+			goto fault;
 		dma = odp->dma_list[idx];
 		if ((dma & bits) != bits) {
 			mutex_unlock(&odp->umem_mutex);
-			return ERR_PTR(-EFAULT);
+			goto fault;
 		}
 	}
 	/* Virtual DMA: the "DMA address" is the page's kernel address. */
 	return (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
+fault:
+	sroce_odp_put_umem(map->pin);
+	return ERR_PTR(-EFAULT);
 }
 
-static void sroce_odp_unlock(struct ib_umem_odp *odp)
+static void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
 {
 	mutex_unlock(&odp->umem_mutex);
+	sroce_odp_put_umem(map->pin);
 }
 
 /* Page by page, each faulted in and held only for its copy. */
@@ -891,7 +985,7 @@ static int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 			memcpy(addr, buf, n);
 		else
 			memcpy(buf, addr, n);
-		sroce_odp_unlock(odp);
+		sroce_odp_unlock(map, odp);
 		va += n;
 		buf += n;
 		len -= n;
@@ -986,7 +1080,7 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 		sroce_map_copy(map, va, &val, sizeof(val), true);
 	spin_unlock_bh(&sroce_atomic_lock);
 	if (odp)
-		sroce_odp_unlock(locked);
+		sroce_odp_unlock(map, locked);
 	if (old)
 		*old = orig;
 	return 0;
@@ -1130,13 +1224,17 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 	while (len) {
 		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
 				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
-		struct ib_umem_odp *odp = sroce_odp_at(map->pin, uva);
+		struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
+		int ret;
 
 		if (IS_ERR(odp))
 			return -EFAULT;
-		if (ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault) < 0)
+		ret = ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault);
+		if (ret >= 0)
+			mutex_unlock(&odp->umem_mutex);
+		sroce_odp_put_umem(map->pin);
+		if (ret < 0)
 			return -EFAULT;
-		mutex_unlock(&odp->umem_mutex);
 		uva += n;
 		len -= n;
 		cond_resched();

@@ -8,6 +8,7 @@
 
 #include <linux/kref.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/rcupdate.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
@@ -32,9 +33,15 @@ static inline u32 sroce_key_index(u32 key)
  *       access needs them and dropped when the MMU notifier invalidates them
  * @implicit: implicit ODP (the whole address space): @odp is the root, and
  *            @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
- *            an access reached (made under @child_lock, kept until release)
+ *            an access reached, for chunks where the process has memory
+ *            mapped, at most SROCE_ODP_MAX_CHILDREN of them
  * @children: chunk index -> struct ib_umem_odp
- * @child_lock: serialises making children
+ * @child_rwsem: held for reading by each access through a child, for
+ *               writing to make or free one (so none is freed under an
+ *               access)
+ * @nchildren: entries of @children
+ * @evict_next: the chunk index from which to look for a child to free when
+ *              no child is idle
  * @offset: the range's offset within its first page
  * @npages: entries of @pages
  * @pages: every page of the range, in order
@@ -45,7 +52,9 @@ struct sroce_pin {
 	struct ib_umem_odp *odp;
 	bool implicit;
 	struct xarray children;
-	struct mutex child_lock; /* see above */
+	struct rw_semaphore child_rwsem; /* see above */
+	unsigned int nchildren;
+	unsigned long evict_next;
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;

@@ -12,16 +12,28 @@ repo=$(arg sroce_repo)
 ip4=$(arg sroce_ip4)
 ip6=$(arg sroce_ip6)
 hostname "$(arg sroce_host)"
+# Test time limits are multiplied by this (a debug kernel is slow).
+export SROCE_TIME_SCALE=$(arg sroce_time_scale)
+: "${SROCE_TIME_SCALE:=1}"
 
 ip link set lo up
 ip link set eth0 up
 [ -n "$ip4" ] && ip addr add "$ip4" dev eth0
 [ -n "$ip6" ] && ip -6 addr add "$ip6" dev eth0 nodad
 
+# The kernel log, streamed as it is written: a long run cannot lose a
+# report to a wrapped ring. The runner reads it after each test case.
+cat /dev/kmsg > /tmp/out/kmsg 2>/dev/null &
+kmsg_pid=$!
+export SROCE_KMSG=/tmp/out/kmsg
+
 cd "$repo" || exit 1
 bash /tmp/out/cmd 2>&1 | tee /tmp/out/output
 echo "${PIPESTATUS[0]}" > /tmp/out/rc.tmp
+sleep 0.5
+kill "$kmsg_pid" 2>/dev/null
 sync
 dmesg > /tmp/out/dmesg
+cat /proc/sys/kernel/tainted > /tmp/out/tainted
 mv /tmp/out/rc.tmp /tmp/out/rc
 sync

@@ -10,21 +10,33 @@ elif [ "$qrc" != 0 ]; then
 	echo "vm: FAIL: qemu exited with status $qrc"; cat "$out/qemu.log"
 	fail=1
 fi
-log="$out/dmesg"
-[ -s "$log" ] || log="$out/console.log"
-pat='Oops|BUG:|WARNING:|KASAN|UBSAN|lockdep|possible (recursive|circular) locking|'
-pat+='Kernel panic|blocked for more than|general protection fault|Call Trace:|'
-pat+='refcount_t:|list_(add|del) corruption|unreferenced object|kernel BUG'
-if grep -Eq "$pat" "$log" "$out/console.log"; then
-	echo "vm: FAIL: the kernel log has a splat:"
-	grep -Eh -B2 -A20 "$pat" "$log" "$out/console.log" | head -80
+. "$(dirname "$0")/kernel-reports.sh"
+# The kernel log as the guest streamed it from /dev/kmsg (nothing lost to a
+# wrapped ring), and the dmesg and console it left at the end.
+logs=()
+for f in kmsg dmesg console.log; do
+	[ -s "$out/$f" ] && logs+=("$out/$f")
+done
+if [ ${#logs[@]} -gt 0 ] && grep -Eq "$report_re" "${logs[@]}"; then
+	echo "vm: FAIL: the kernel log has a report:"
+	grep -Eh -B2 -A20 "$report_re" "${logs[@]}" | head -80
+	fail=1
+fi
+if [ -s "$out/tainted" ]; then
+	bad=$(tainted_bad 0 "$(cat "$out/tainted")")
+	if [ -n "$bad" ]; then
+		echo "vm: FAIL: the kernel is tainted ($(cat "$out/tainted"), bits $bad)"
+		fail=1
+	fi
+elif [ -e "$out/rc" ]; then
+	echo "vm: FAIL: the guest did not report its taint flags"
 	fail=1
 fi
 if [ ! -e "$out/rc" ]; then
 	echo "vm: FAIL: the guest command did not complete"
 	fail=1
 elif [ "$(cat "$out/rc")" != 0 ]; then
-	echo "vm: the guest command exited with status $(cat "$out/rc")"
+	echo "vm: FAIL: the guest command exited with status $(cat "$out/rc")"
 	fail=1
 fi
 exit $fail

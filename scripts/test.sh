@@ -62,6 +62,15 @@ pair_suite() { # NAME KIND_B SCRIPT...
 			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
 			host_fail=$((host_fail + 1))
 		fi
+		# Every script ends with "ROLE: N passed, N failed": one that
+		# stopped early lost steps nobody would count.
+		local ended
+		ended=$(tr -d '\r' < "$out/$t.log" 2>/dev/null |
+			grep -cE "^$t: [0-9]+ passed, [0-9]+ failed")
+		if [ "$ended" != $# ]; then
+			echo "FAIL pair $name: VM $t finished $ended of $# scripts ($*)"
+			host_fail=$((host_fail + 1))
+		fi
 	done
 	for t in "${!verdict[@]}"; do
 		if [ "${verdict[$t]}" = ok ]; then

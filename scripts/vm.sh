@@ -12,6 +12,11 @@
 #   --name NAME      guest host name (default sroce-vm)
 #   --mem MB         guest memory (default 2048)
 #
+# The kernel is Debian's (scripts/kver.sh), or SROCE_KERNEL (an image) with
+# release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
+# debug kernel of make check-debug). SROCE_TIME_SCALE (default 1) stretches
+# the time limits of tests in the guest for a slow kernel.
+#
 # COMMAND runs in the guest from the repository root (as bash -c). The exit
 # status is COMMAND's, or 1 when the VM hung, crashed, or its kernel log
 # has an oops, BUG, WARN, KASAN, lockdep or hung-task report.
@@ -41,7 +46,9 @@ user,*restrict=on*|socket,*127.0.0.1:*|dgram,*127.0.0.1:*) ;;
 *) echo "vm.sh: guest networking must stay on this machine: $nic" >&2; exit 2 ;;
 esac
 
-kver=$("$repo/scripts/kver.sh")
+kver=${SROCE_KVER:-$("$repo/scripts/kver.sh")}
+image=${SROCE_KERNEL:-/boot/vmlinuz-$kver}
+scale=${SROCE_TIME_SCALE:-1}
 mkdir -p "$repo/build"
 initrd="$repo/build/initramfs-$kver.cpio.gz"
 if [ ! -e "$initrd" ] || [ "$repo/scripts/initramfs-init" -nt "$initrd" ] ||
@@ -60,17 +67,19 @@ printf '%q ' "$@" > "$out/cmd"
 echo >> "$out/cmd"
 
 append="console=ttyS0 loglevel=4 oops=panic panic=-1 hung_task_panic=0"
+append+=" log_buf_len=16M"
 append+=" sroce_repo=$repo sroce_ip4=$ip4 sroce_ip6=$ip6 sroce_host=$name"
+append+=" sroce_time_scale=$scale"
 append+=" net.ifnames=0"
 : > "$out/console.log"
 tail -n +1 -f "$out/console.log" &
 tailpid=$!
 set +e
-timeout --kill-after=10 "$timeout" qemu-system-x86_64 \
+timeout --kill-after=10 "$((timeout * scale))" qemu-system-x86_64 \
 	-machine q35,accel=tcg -cpu max -smp 2 -m "$mem" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$out/console.log" \
-	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" -append "$append" \
+	-kernel "$image" -initrd "$initrd" -append "$append" \
 	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=repo,path="$repo",security_model=none,readonly=on,multidevs=remap \

@@ -8,9 +8,19 @@ export RDMAV_DRIVERS=$repo/userspace/libsroce
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# tmo SECONDS: a time limit, stretched on a slow (debug) kernel
+tmo() { echo $(( $1 * ${SROCE_TIME_SCALE:-1} )); }
+
 # expect_eq WHAT EXPECTED ACTUAL
 expect_eq() {
 	[ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"
+}
+
+# set_mtu DEV MTU: set a link's MTU and check that it took
+set_mtu() {
+	ip link set "$1" mtu "$2" || fail "ip link set $1 mtu $2"
+	[ "$(cat "/sys/class/net/$1/mtu")" = "$2" ] ||
+		fail "$1 mtu is $(cat "/sys/class/net/$1/mtu"), not $2"
 }
 
 # wait_for SECONDS COMMAND...: poll until COMMAND succeeds
@@ -24,11 +34,19 @@ wait_for() {
 
 sroce_loaded() { [ -d /sys/module/sroce ]; }
 
+# The sroce.ko for the running kernel: built for it by scripts/build-ko.sh
+# (another kernel than the default one), or by make.
+sroce_ko() {
+	local ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko
+	[ -e "$ko" ] || ko=$repo/kernel/sroce.ko
+	echo "$ko"
+}
+
 load_sroce() {
 	sroce_loaded && return 0
 	# What modprobe would load for an installed sroce.ko (modinfo depends).
 	modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel &&
-		insmod "$repo/kernel/sroce.ko"
+		insmod "$(sroce_ko)"
 }
 
 ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
@@ -70,7 +88,7 @@ xfer_all() {
 	local dev=$1 type=$2 mtu=$3 t out bad=
 	shift 3
 	for t in "$@"; do
-		out=$(timeout 120 "$xfer" "$dev" "$t" "$type" "$mtu" 2>&1) ||
+		out=$(timeout "$(tmo 120)" "$xfer" "$dev" "$t" "$type" "$mtu" 2>&1) ||
 			bad+="$t ($type, mtu $mtu): $out"$'\n'
 	done
 	[ -z "$bad" ] || fail "$bad"

@@ -5,8 +5,32 @@
 # limit, one line per test, then "N passed, N failed".
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/tests/lib.sh"
+. "$repo/scripts/kernel-reports.sh"
+# The kernel log as scripts/guest-init.sh streams it; a plain dmesg when
+# run by hand (a wrapped ring may then hide a report).
+kmsg=${SROCE_KMSG:-}
+
+# kernel_reports FROM: the report lines of the kernel log written since
+# FROM (a byte offset of $kmsg, or a dmesg line count).
+log_mark() {
+	if [ -n "$kmsg" ]; then stat -c %s "$kmsg"; else dmesg | wc -l; fi
+}
+kernel_reports() {
+	sleep 0.3	# the last lines on their way to $kmsg
+	if [ -n "$kmsg" ]; then
+		tail -c +$(($1 + 1)) "$kmsg"
+	else
+		dmesg | tail -n +$(($1 + 1))
+	fi | grep -E -A20 "$report_re" | head -60
+}
 modprobe ib_uverbs || exit 1
 modprobe veth || exit 1
+
+# A debug kernel's leak detector: forget the suspects of the boot, so that
+# a scan at the end (tests/debug/kmemleak.sh) reports only what the run
+# leaked.
+k=/sys/kernel/debug/kmemleak
+[ -w $k ] && { echo scan > $k; echo clear > $k; }
 
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=("$repo"/tests/cases/*.sh)
@@ -16,8 +40,17 @@ for t in "${cases[@]}"; do
 	load_sroce || { echo "runner: cannot load sroce"; exit 1; }
 	remove_all_links
 	ip link set eth0 up
-	start=$SECONDS
-	if out=$(timeout 300 bash "$t" 2>&1); then
+	start=$SECONDS mark=$(log_mark) taint=$(cat /proc/sys/kernel/tainted)
+	out=$(timeout "$(tmo 300)" bash "$t" 2>&1)
+	rc=$?
+	# The case fails too if the kernel reported anything while it ran,
+	# or became tainted (a WARN, an oops, a lockup, a bad module).
+	reports=$(kernel_reports "$mark")
+	bad=$(tainted_bad "$taint" "$(cat /proc/sys/kernel/tainted)")
+	[ $rc = 124 ] && out+=$'\n'"(timed out after $(tmo 300) s)"
+	[ -n "$reports" ] && out+=$'\n'"kernel log during $name:"$'\n'"$reports"
+	[ -n "$bad" ] && out+=$'\n'"kernel tainted during $name (bits $bad)"
+	if [ $rc = 0 ] && [ -z "$reports" ] && [ -z "$bad" ]; then
 		echo "ok   $name ($((SECONDS - start))s)"
 		pass=$((pass + 1))
 	else

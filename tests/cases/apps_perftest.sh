@@ -1,8 +1,8 @@
 # perftest over sroce0 (short runs, client and server in the VM): write,
 # read, send and atomic bandwidth, write and send latency, MTU 1024 and 4096.
 . "$(dirname "$0")/../lib.sh"
-trap 'ip link set eth0 mtu 1500' EXIT
-ip link set eth0 mtu 9000
+trap 'set_mtu eth0 1500' EXIT
+set_mtu eth0 9000
 link_add sroce0 eth0
 # perftest calibrates its clock by regression and gives up ("Correlation
 # coefficient ... Can't produce a report") when TCG timing is too noisy:

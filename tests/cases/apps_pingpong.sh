@@ -4,8 +4,8 @@
 # ibv_srq_pingpong (8 QPs on one SRQ) and ibv_xsrq_pingpong (XRC), polling
 # and with completion events.
 . "$(dirname "$0")/../lib.sh"
-trap 'ip link set eth0 mtu 1500' EXIT
-ip link set eth0 mtu 9000
+trap 'set_mtu eth0 1500' EXIT
+set_mtu eth0 9000
 link_add sroce0 eth0
 pair() { # PROGRAM ARGS...: server and client; both must succeed
 	local srv port=$((18000 + RANDOM % 1000))

@@ -8,5 +8,5 @@
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 rnr_imm_pin dereg_mid_write rereg_mid_write \
-	srq_flush_taken uc_bad_rkey qpn_random
+	srq_flush_taken uc_bad_rkey qpn_random implicit_bound
 xfer_all sroce0 uc 1024 uc_bad_rkey

@@ -1,9 +1,9 @@
 # active_mtu follows the netdev MTU less the RoCEv2 headers.
 . "$(dirname "$0")/../lib.sh"
-trap 'ip link set eth0 mtu 1500' EXIT
+trap 'set_mtu eth0 1500' EXIT
 link_add sroce0 eth0
 for pair in 600:1 1100:2 1500:3 2200:4 4200:5 9000:5 1500:3; do
-	ip link set eth0 mtu "${pair%:*}" || fail "cannot set mtu ${pair%:*}"
+	set_mtu eth0 "${pair%:*}"
 	expect_eq "active_mtu at netdev mtu ${pair%:*}" "${pair#*:}" \
 		"$(port_field sroce0 active_mtu)"
 done

@@ -15,9 +15,10 @@ mods=(test_addr test_atomic test_cq test_cq_events test_cqex test_device
 	test_mr test_odp test_parent_domain test_pd test_qp test_qpex
 	test_rdmacm test_relaxed_ordering test_shared_pd)
 log=$(mktemp)
-timeout 600 "$repo/scripts/rdma-core-tests.sh" run sroce0 -v "${mods[@]}" \
+timeout "$(tmo 600)" "$repo/scripts/rdma-core-tests.sh" run sroce0 -v "${mods[@]}" \
 	> "$log" 2>&1
 rc=$?
+[ -d /tmp/out ] && cp "$log" /tmp/out/rdma-core.log
 summary=$(grep -E '^(OK|FAILED)' "$log" | tail -1)
 passed=$(grep -cE ' \.\.\. ok$' "$log")
 echo "rdma-core: $passed passed; $summary"
@@ -26,3 +27,12 @@ if [ $rc != 0 ] || [ "$passed" -lt 85 ]; then
 	grep -A15 -E '^(ERROR|FAIL):' "$log" | head -80
 	fail "rdma-core suite: $summary ($passed passed)"
 fi
+# Every test in tests/rdma-core-must-pass.txt passed: one that regressed
+# into a skip fails the case as an error would.
+results=$(/usr/bin/python3 "$repo/scripts/rdma-core-results.py" "$log")
+missing=$(grep -vE '^(#|$)' "$repo/tests/rdma-core-must-pass.txt" |
+	while IFS= read -r t; do
+		grep -qxF "ok $t" <<<"$results" ||
+			echo "$t: $(grep -F " $t" <<<"$results" | cut -d' ' -f1)"
+	done)
+[ -z "$missing" ] || fail "rdma-core tests that must pass did not:"$'\n'"$missing"

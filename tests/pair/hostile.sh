@@ -11,15 +11,13 @@ rdma_up || { echo "FAIL $KIND up"; exit 1; }
 busybox ping -c 2 -W 10 "$PEER4" >/dev/null
 wire=$repo/tests/bin/sroce-wire
 
-cnt() { rdma statistic show link "$dev/1" | tr ' ' '\n' |
-	awk -v k="$1" 'found { print; exit } $0 == k { found = 1 }'; }
 names="drop_icrc_err drop_malformed drop_no_qp drop_qp_state out_of_sequence
 	duplicate_request nak_seq_sent nak_rem_access_sent drop_ghost_response
 	drop_bad_source"
 
 # expect NAME OP N: the counter NAME grew by OP N during the attack
 expect() {
-	local d=$(( $(cnt "$1") - before[$1] ))
+	local d=$(( $(counter "$1") - before[$1] ))
 	if [ "$d" "$2" "$3" ]; then
 		echo "ok   counter $1 $2 $3"; passed=$((passed + 1))
 	else
@@ -30,7 +28,7 @@ expect() {
 
 if [ "$ROLE" = a ]; then
 	declare -A before
-	for n in $names; do before[$n]=$(cnt $n); done
+	for n in $names; do before[$n]=$(counter $n); done
 	step "victim QP: memory untouched by hostile packets" a \
 		"$wire $dev $gidx -p 18950 -n 1 -s 4096 -V" ""
 	expect drop_icrc_err -eq 20

@@ -39,6 +39,18 @@ roce_v2_gid_index() {
 	return 1
 }
 
+# stuck_report: the test programs still running, with their state and
+# kernel stack (after a step's time limit ran out)
+stuck_report() {
+	local p
+	for p in $(pgrep -f "$repo/tests/bin/|ibv_|ib_[a-z]*_(bw|lat)|rping|ucmatose|udaddy|rdma_(server|client)"); do
+		[ "$p" = $$ ] && continue
+		echo "still running: $(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" \
+			"[state $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)]"
+		sed 's/^/    /' /proc/$p/stack 2>/dev/null
+	done
+}
+
 # Test steps run in the same order on both VMs. step NAME SERVER_ROLE
 # SERVER_CMD CLIENT_CMD: the VM whose role is SERVER_ROLE runs SERVER_CMD,
 # the other runs CLIENT_CMD (retrying until the server listens). Prints
@@ -48,10 +60,10 @@ passed=0 failed=0
 step() {
 	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i start=$SECONDS
 	if [ "$ROLE" = "$srole" ]; then
-		out=$(timeout 120 bash -c "$scmd" 2>&1); rc=$?
+		out=$(timeout "$(tmo 120)" bash -c "$scmd" 2>&1); rc=$?
 	else
 		for i in $(seq 60); do
-			out=$(timeout 120 bash -c "$ccmd" 2>&1); rc=$?
+			out=$(timeout "$(tmo 120)" bash -c "$ccmd" 2>&1); rc=$?
 			[ $rc = 0 ] && break
 			# The server is not listening yet: try again.
 			grep -qiE "couldn't connect|unable to init the socket|refused|REJECTED|UNREACHABLE|could not connect" <<<"$out" ||
@@ -59,6 +71,8 @@ step() {
 			sleep 1
 		done
 	fi
+	# A step that timed out: where its programs are stuck.
+	[ $rc = 124 ] && out+=$'\n'"$(stuck_report)"
 	if [ $rc = 0 ]; then
 		echo "ok   $name ($((SECONDS - start)) s)"; passed=$((passed + 1))
 	else
@@ -66,6 +80,22 @@ step() {
 		failed=$((failed + 1))
 	fi
 	echo "$out" >> /tmp/out/steps.log
+}
+
+# counter NAME: the value of port counter NAME of $dev
+counter() {
+	rdma statistic show link "$dev/1" | tr ' ' '\n' |
+		awk -v k="$1" 'found { print; exit } $0 == k { found = 1 }'
+}
+
+# check NAME COMMAND...: a step that is a check of this VM alone
+check() {
+	local name=$1; shift
+	if "$@"; then
+		echo "ok   $name"; passed=$((passed + 1))
+	else
+		echo "FAIL $name"; failed=$((failed + 1))
+	fi
 }
 
 # counters: the transport's nonzero error counters, on one line

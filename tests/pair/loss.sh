@@ -23,9 +23,19 @@ wire_step "RC write/read/send/atomics, clean link" 18800
 modprobe sch_netem
 tc qdisc add dev eth0 root netem loss 5% delay 1ms reorder 5% duplicate 1% ||
 	{ echo "FAIL netem"; exit 1; }
+[ "$KIND" = sroce ] && rt0=$(counter retransmits)
 wire_step "RC write/read/send/atomics, netem loss 5% reorder 5% duplicate 1%" 18810
 tc -s qdisc show dev eth0 | sed -n 's/^ *Sent/netem: sent/p'
 echo "$ROLE counters: $(counters)"
+# The steps above proved something only if packets were really lost, and
+# (for sroce, whose counters we know) lost requests were sent again.
+dropped=$(tc -s qdisc show dev eth0 | sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' |
+	head -n 1)
+check "netem dropped packets ($dropped)" test "${dropped:-0}" -gt 0
+if [ "$KIND" = sroce ]; then
+	rt=$(( $(counter retransmits) - rt0 ))
+	check "sroce retransmitted ($rt go-back resends)" test "$rt" -gt 0
+fi
 tc qdisc del dev eth0 root
 echo "$ROLE: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -485,6 +485,9 @@ int server(const Opts &o)
 
 int main(int argc, char **argv)
 {
+	// Line by line: a run killed by its time limit still shows how far
+	// it got.
+	setvbuf(stdout, nullptr, _IOLBF, 0);
 	Opts o;
 	int opt;
 

@@ -295,6 +295,79 @@ void t_qpn_random(Pair &p)
 		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
 }
 
+// MemAvailable in /proc/meminfo, in KiB.
+long mem_available_kb()
+{
+	std::ifstream f("/proc/meminfo");
+	std::string line;
+
+	while (std::getline(f, line))
+		if (line.rfind("MemAvailable:", 0) == 0)
+			return atol(line.c_str() + 13);
+	return -1;
+}
+
+// An implicit ODP MR swept with prefetches across the address space: 4096
+// chunks where nothing is mapped (and addresses past user space), then 8
+// GiB of PROT_NONE reservation, 512 chunks. The kernel makes no child umem
+// where nothing is mapped and keeps at most 256, so its memory does not
+// grow with the sweep (16 MiB of page lists at most; 320 MiB without the
+// bound).
+void t_implicit_bound(Pair &p)
+{
+	const size_t chunk = 16 << 20;
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	CHECK(mr, "reg implicit ODP MR: %s", strerror(errno));
+	if (!mr)
+		return;
+	// Where nothing is mapped: a reservation given back.
+	size_t hole = 4096 * chunk;
+	void *h = mmap(nullptr, hole + chunk, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(h != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (h == MAP_FAILED)
+		return;
+	munmap(h, hole + chunk);
+	uintptr_t base = (uintptr_t(h) + chunk - 1) & ~(chunk - 1);
+	long before = mem_available_kb();
+	int efault = 0;
+	for (size_t i = 0; i < 4096; i++) {
+		ibv_sge sge = { base + i * chunk, 4096, mr->lkey };
+		efault += ibv_advise_mr(p.b.pd,
+					IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+					IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == EFAULT;
+	}
+	CHECK(efault == 4096, "%d of 4096 prefetches of unmapped memory "
+	      "failed with EFAULT", efault);
+	ibv_sge top = { uintptr_t(1) << 47, 4096, mr->lkey };
+	CHECK(ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &top, 1) == EFAULT,
+	      "prefetch past user space: not EFAULT");
+	// A reservation that is mapped, but never accessible.
+	size_t resv = 512 * chunk;
+	void *r = mmap(nullptr, resv, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(r != MAP_FAILED, "mmap: %s", strerror(errno));
+	for (size_t i = 0; r != MAP_FAILED && i < 512; i++) {
+		ibv_sge sge = { uintptr_t(r) + i * chunk, 4096, mr->lkey };
+		ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+			      IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1);
+	}
+	long grew = before - mem_available_kb();
+	CHECK(grew < 48 << 10, "MemAvailable fell by %ld KiB during the sweep",
+	      grew);
+	// The MR still works where there is memory.
+	std::vector<uint8_t> mine(8192, 0x3c);
+	ibv_sge sge = { uintptr_t(mine.data()), 8192, mr->lkey };
+	CHECK(ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == 0,
+	      "prefetch of mapped memory");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+	if (r != MAP_FAILED)
+		munmap(r, resv);
+}
+
 const Test tests[] = {
 	{ "rnr_imm_pin", t_rnr_imm_pin, nullptr, false },
 	{ "dereg_mid_write", t_dereg_mid_write, nullptr, false },
@@ -302,6 +375,7 @@ const Test tests[] = {
 	{ "srq_flush_taken", t_srq_flush_taken, nullptr, false },
 	{ "uc_bad_rkey", t_uc_bad_rkey, nullptr, true },
 	{ "qpn_random", t_qpn_random, nullptr, false },
+	{ "implicit_bound", t_implicit_bound, nullptr, false },
 };
 
 } // namespace

@@ -1,0 +1,166 @@
+#!/bin/bash
+# Build, once, the debug guest kernel that `make check-debug` boots: Debian's
+# linux-source-6.1 (the version of the VM's default kernel) with KASAN,
+# lockdep (PROVE_LOCKING, PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS,
+# DEBUG_LIST, UBSAN, KMEMLEAK and hung-task detection, configured for what
+# the test VM needs and nothing else.
+#
+# Usage: scripts/debug-kernel.sh          build if needed, print the release
+#        scripts/debug-kernel.sh --path   print the cache folder
+#
+# The cache is $SROCE_CACHE (default /var/cache/sroce), outside any clone:
+#   debug/build/             the kernel build tree (KDIR for sroce.ko)
+#   debug/bzImage            the kernel the VM boots
+#   debug/release            its release string
+# Its modules go to /lib/modules/RELEASE on this machine, because the test
+# VM runs this machine's root (modprobe there must find them); no image goes
+# to /boot, so scripts/kver.sh never picks this kernel for the normal suite.
+# A changed configuration fragment (below) or source version rebuilds.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cache=${SROCE_CACHE:-/var/cache/sroce}/debug
+[ "${1:-}" = --path ] && { echo "$cache"; exit 0; }
+
+srcpkg=linux-source-6.1
+fragment() {
+	cat <<'EOF'
+CONFIG_LOCALVERSION="-sroce-debug"
+# CONFIG_LOCALVERSION_AUTO is not set
+CONFIG_MODULES=y
+CONFIG_MODULE_UNLOAD=y
+# CONFIG_MODULE_SIG is not set
+# CONFIG_DEBUG_INFO is not set
+CONFIG_DEBUG_INFO_NONE=y
+CONFIG_KALLSYMS_ALL=y
+# The test VM: virtio PCI, the host root over 9p, a serial console.
+CONFIG_PCI=y
+CONFIG_VIRTIO_MENU=y
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_NET=y
+CONFIG_NET_9P=y
+CONFIG_NET_9P_VIRTIO=y
+CONFIG_9P_FS=y
+CONFIG_9P_FS_POSIX_ACL=y
+CONFIG_DEVTMPFS=y
+CONFIG_TMPFS=y
+CONFIG_BLK_DEV_INITRD=y
+CONFIG_RD_GZIP=y
+CONFIG_SERIAL_8250=y
+CONFIG_SERIAL_8250_CONSOLE=y
+CONFIG_CONFIGFS_FS=y
+CONFIG_DEBUG_FS=y
+CONFIG_HUGETLBFS=y
+CONFIG_TRANSPARENT_HUGEPAGE=y
+CONFIG_PROC_PAGE_MONITOR=y
+# Networking the tests use.
+CONFIG_NET_NS=y
+CONFIG_IPV6=y
+CONFIG_VETH=m
+CONFIG_NET_SCHED=y
+CONFIG_NET_SCH_NETEM=m
+CONFIG_PACKET=y
+# RDMA: ib_core, uverbs, ODP, rdma_cm, rdma_rxe for interop.
+CONFIG_INFINIBAND=m
+CONFIG_INFINIBAND_USER_MAD=m
+CONFIG_INFINIBAND_USER_ACCESS=m
+CONFIG_INFINIBAND_ON_DEMAND_PAGING=y
+CONFIG_INFINIBAND_ADDR_TRANS=y
+CONFIG_RDMA_RXE=m
+CONFIG_RDMA_SIW=m
+CONFIG_CRYPTO_CRC32=m
+# NVMe over RDMA, host and target, on a file-backed namespace.
+CONFIG_NVME_CORE=m
+CONFIG_NVME_FABRICS=m
+CONFIG_NVME_RDMA=m
+CONFIG_NVME_TARGET=m
+CONFIG_NVME_TARGET_RDMA=m
+CONFIG_BLK_DEV_LOOP=m
+# What is not needed in the VM (build time).
+# CONFIG_DRM is not set
+# CONFIG_SOUND is not set
+# CONFIG_USB_SUPPORT is not set
+# CONFIG_WLAN is not set
+# CONFIG_WIRELESS is not set
+# CONFIG_CFG80211 is not set
+# CONFIG_AGP is not set
+# CONFIG_FB is not set
+# CONFIG_HID is not set
+# CONFIG_INPUT_MOUSE is not set
+# CONFIG_INPUT_JOYSTICK is not set
+# CONFIG_INPUT_TABLET is not set
+# CONFIG_INPUT_TOUCHSCREEN is not set
+# CONFIG_ETHERNET is not set
+# CONFIG_ATA is not set
+# CONFIG_MD is not set
+# CONFIG_NETFILTER is not set
+# CONFIG_EFI is not set
+# CONFIG_SECURITY_SELINUX is not set
+# The checkers.
+CONFIG_KASAN=y
+CONFIG_KASAN_GENERIC=y
+CONFIG_KASAN_INLINE=y
+CONFIG_PROVE_LOCKING=y
+CONFIG_PROVE_RCU=y
+CONFIG_DEBUG_ATOMIC_SLEEP=y
+CONFIG_DEBUG_OBJECTS=y
+CONFIG_DEBUG_OBJECTS_FREE=y
+CONFIG_DEBUG_OBJECTS_TIMERS=y
+CONFIG_DEBUG_OBJECTS_WORK=y
+CONFIG_DEBUG_OBJECTS_RCU_HEAD=y
+CONFIG_DEBUG_OBJECTS_PERCPU_COUNTER=y
+CONFIG_DEBUG_LIST=y
+CONFIG_UBSAN=y
+CONFIG_UBSAN_BOUNDS=y
+CONFIG_UBSAN_SHIFT=y
+# CONFIG_UBSAN_BOOL is not set
+# CONFIG_UBSAN_ENUM is not set
+CONFIG_DEBUG_KMEMLEAK=y
+CONFIG_DEBUG_KMEMLEAK_MEM_POOL_SIZE=16000
+# CONFIG_DEBUG_KMEMLEAK_AUTO_SCAN is not set
+CONFIG_DETECT_HUNG_TASK=y
+CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=120
+CONFIG_SOFTLOCKUP_DETECTOR=y
+CONFIG_WQ_WATCHDOG=y
+CONFIG_DEBUG_VM=y
+EOF
+}
+
+src_tar() { ls /usr/src/linux-source-6.1.tar.xz 2>/dev/null; }
+[ -n "$(src_tar)" ] || {
+	echo "debug-kernel: installing $srcpkg" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+		--no-install-recommends "$srcpkg" bc flex bison libelf-dev \
+		libssl-dev rsync >&2
+}
+ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
+stamp="$ver $(fragment | md5sum | cut -d' ' -f1)"
+if [ -f "$cache/stamp" ] && [ "$(cat "$cache/stamp")" = "$stamp" ] &&
+   [ -f "$cache/bzImage" ] && [ -d "/lib/modules/$(cat "$cache/release")" ]; then
+	cat "$cache/release"
+	exit 0
+fi
+
+echo "debug-kernel: building $srcpkg $ver with KASAN/lockdep/UBSAN/kmemleak (about an hour on 2 cores)" >&2
+rm -rf "$cache"
+mkdir -p "$cache"
+tar -C "$cache" -xf "$(src_tar)"
+src=$(echo "$cache"/linux-source-6.1)
+build=$cache/build
+mkdir -p "$build"
+fragment > "$cache/fragment.config"
+make -s -C "$src" O="$build" defconfig >&2
+make -s -C "$src" O="$build" kvm_guest.config >&2
+"$src/scripts/kconfig/merge_config.sh" -m -O "$build" "$build/.config" \
+	"$cache/fragment.config" >&2
+make -s -C "$src" O="$build" olddefconfig >&2
+# Every checker asked for must have survived olddefconfig.
+missing=$(fragment | sed -n 's/^\(CONFIG_[A-Z0-9_]*\)=[ym]$/\1/p' |
+	while read -r c; do grep -q "^$c=[ym]" "$build/.config" || echo "$c"; done)
+[ -z "$missing" ] || { echo "debug-kernel: not in the config: $missing" >&2; exit 1; }
+make -C "$src" O="$build" -j"$(nproc)" bzImage modules >&2
+make -s -C "$src" O="$build" INSTALL_MOD_STRIP=1 modules_install >&2
+release=$(make -s -C "$src" O="$build" kernelrelease)
+cp "$build/arch/x86/boot/bzImage" "$cache/bzImage"
+echo "$release" > "$cache/release"
+echo "$stamp" > "$cache/stamp"
+echo "$release"
