@@ -225,6 +225,9 @@ struct sroce_swqe {
  *	does not): responses must be for PSNs before it
  * @rd_atomic: READ and atomic WQEs sent and not completed
  * @noack_pkts: packets sent since the last that asked for an ACK
+ * @acked_psn: the first PSN the peer has not acknowledged (by an ACK, a
+ *	NAK's PSN, a READ response or an atomic ACK): the send window
+ *	starts there
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left for the oldest WQE
  * @nak_psn: the PSN of the last sequence NAK
@@ -242,6 +245,7 @@ struct sroce_req {
 	u32 psn_hi;
 	u32 rd_atomic;
 	u32 noack_pkts;
+	u32 acked_psn;
 	u32 nak_psn;
 	u8 retries;
 	u8 rnr_retries;

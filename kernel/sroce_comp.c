@@ -465,6 +465,13 @@ static bool sroce_comp_psn_valid(struct sroce_qp *qp, u32 psn)
 	       sroce_psn_before(psn, qp->req.psn_hi);
 }
 
+/* The peer has every PSN before @next: the send window moves on. */
+static void sroce_comp_acked(struct sroce_qp *qp, u32 next)
+{
+	if (sroce_psn_before(qp->req.acked_psn, next))
+		qp->req.acked_psn = next;
+}
+
 /**
  * sroce_comp_rcv - a response packet arrived
  * @qp: an RC QP, its lock held
@@ -486,6 +493,18 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 			    SROCE_CNT_DROP_GHOST_RESP);
 		return;
 	}
+	/*
+	 * A NAK's PSN is the first the responder lacks; every other response
+	 * says the responder had its PSN.
+	 */
+	if (SROCE_OP_BASE(opcode) == SROCE_RC_ACK &&
+	    (be32_to_cpu(((struct sroce_aeth *)
+			  sroce_pkt_hdr(skb, SROCE_OP_AETH))->smsn) >> 24) &
+	    SROCE_AETH_TYPE_MASK)
+		sroce_comp_acked(qp, SROCE_PKT(skb)->psn);
+	else
+		sroce_comp_acked(qp, (SROCE_PKT(skb)->psn + 1) &
+				 SROCE_PSN_MASK);
 
 	switch (SROCE_OP_BASE(opcode)) {
 	case SROCE_RC_ACK:

@@ -107,6 +107,22 @@ void sroce_port_update(struct sroce_dev *sdev)
 	mutex_unlock(&sdev->state_lock);
 }
 
+/*
+ * Each table has its own lock class: the QP table's lock is taken in
+ * softirq context (packets find their QP there), the memory table's only in
+ * process context, and lockdep must not take one for the other (xarrays
+ * initialised in one place would otherwise share a class).
+ */
+static struct lock_class_key sroce_mem_xa_key, sroce_qp_xa_key,
+			     sroce_srq_xa_key, sroce_ah_xa_key;
+
+static void sroce_xa_init(struct xarray *xa, gfp_t flags,
+			  struct lock_class_key *key)
+{
+	xa_init_flags(xa, flags);
+	lockdep_set_class(&xa->xa_lock, key);
+}
+
 static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 {
 	struct sroce_dev *sdev;
@@ -133,10 +149,11 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	sdev->ndev = ndev;
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
-	xa_init_flags(&sdev->mem_xa, XA_FLAGS_ALLOC1);
-	xa_init_flags(&sdev->qp_xa, XA_FLAGS_ALLOC);
-	xa_init_flags(&sdev->srq_xa, XA_FLAGS_ALLOC);
-	xa_init_flags(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ);
+	sroce_xa_init(&sdev->mem_xa, XA_FLAGS_ALLOC1, &sroce_mem_xa_key);
+	sroce_xa_init(&sdev->qp_xa, XA_FLAGS_ALLOC, &sroce_qp_xa_key);
+	sroce_xa_init(&sdev->srq_xa, XA_FLAGS_ALLOC, &sroce_srq_xa_key);
+	sroce_xa_init(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ,
+		      &sroce_ah_xa_key);
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast_groups);
 	sdev->port_state = sroce_netdev_port_state(ndev);

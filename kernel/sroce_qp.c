@@ -490,6 +490,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & IB_QP_SQ_PSN) {
 		qp->req.psn = attr->sq_psn;
 		qp->req.psn_hi = attr->sq_psn;
+		qp->req.acked_psn = attr->sq_psn;
 	}
 	if (mask & IB_QP_RETRY_CNT)
 		qp->req.retries = attr->retry_cnt;

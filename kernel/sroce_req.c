@@ -22,6 +22,13 @@
  */
 #define SROCE_PKTS_PER_ACK 64
 
+/*
+ * PSNs the requester sends beyond the first one the peer has not
+ * acknowledged (as rdma_rxe does): a slow receiver is not flooded until
+ * its queues drop packets and the NAKs use up the retries.
+ */
+#define SROCE_MAX_UNACKED_PSNS 256
+
 struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index)
 {
 	return qp->sq_copy + (size_t)(index & (qp->sq.num_slots - 1)) *
@@ -437,6 +444,20 @@ static int sroce_req_local(struct sroce_qp *qp, u32 idx)
 	return 0;
 }
 
+/*
+ * RC: the send window is full; the next ACK moves it on (and the transport
+ * timer recovers if none comes). Packets sent again after a go-back, behind
+ * the window's start, are always let through.
+ */
+static bool sroce_req_window_full(struct sroce_qp *qp)
+{
+	u32 ahead = (qp->req.psn - qp->req.acked_psn) & SROCE_PSN_MASK;
+
+	return sroce_qp_is_reliable(qp) &&
+	       !sroce_psn_before(qp->req.psn, qp->req.acked_psn) &&
+	       ahead >= SROCE_MAX_UNACKED_PSNS;
+}
+
 /**
  * sroce_req_run - send what the SQ holds, as far as the QP may
  * @qp: the QP, in RTS, with its lock held
@@ -457,6 +478,8 @@ void sroce_req_run(struct sroce_qp *qp)
 		if (qp->attr.qp_state != IB_QPS_RTS)
 			break;
 		wqe = sroce_swqe_copy(qp, idx);
+		if (sroce_req_window_full(qp) && !sroce_wr_is_local(wqe->opcode))
+			break;
 		if (qp->req.sent == 0) {
 			if (sroce_wr_is_rd_atomic(wqe->opcode) &&
 			    qp->req.rd_atomic >= max_rd)
