@@ -172,6 +172,17 @@ void sroce_comp_local_done(struct sroce_qp *qp)
 }
 
 /*
+ * The peer answered something new (an ACK, a READ response in order):
+ * the transport timer and the retries start over, so a message that takes
+ * longer than the timeout to send or to answer still completes.
+ */
+static void sroce_comp_progress(struct sroce_qp *qp)
+{
+	qp->req.retries = qp->attr.retry_cnt;
+	sroce_comp_arm_retry(qp);
+}
+
+/*
  * Send again from the first packet of the WQE holding @psn. WQEs in
  * [sq_comp, req.next) are fully sent; req.next may be partly sent.
  */
@@ -310,13 +321,10 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	case 0:
 		sroce_ack_upto(qp, psn);
 		sroce_comp_ack_past_response(qp, psn);
-		/*
-		 * The peer has what was sent up to @psn, perhaps part of a
-		 * long message: progress, so the transport timer and the
-		 * retries start over.
+		/* The peer has what was sent up to @psn, perhaps part of a
+		 * long message.
 		 */
-		qp->req.retries = qp->attr.retry_cnt;
-		sroce_comp_arm_retry(qp);
+		sroce_comp_progress(qp);
 		return;
 	case SROCE_AETH_RNR_NAK:
 		sroce_comp_rnr(qp, psn, syndrome & 0x1f);
@@ -418,6 +426,8 @@ static void sroce_comp_read_resp(struct sroce_qp *qp, struct sk_buff *skb)
 	if (flags & SROCE_OP_LAST) {
 		sroce_qp_complete_send(qp, IB_WC_SUCCESS);
 		sroce_comp_local_done(qp);
+	} else {
+		sroce_comp_progress(qp);
 	}
 }
 

@@ -184,6 +184,25 @@ UVERBS_HANDLER(SROCE_METHOD_PD_QUERY)(struct uverbs_attr_bundle *attrs)
 	return PTR_ERR_OR_ZERO(pd);
 }
 
+static int
+UVERBS_HANDLER(SROCE_METHOD_MR_IN_PD)(struct uverbs_attr_bundle *attrs)
+{
+	struct ib_mr *mr = uverbs_attr_get_obj(attrs,
+					       SROCE_ATTR_MR_IN_PD_MR_HANDLE);
+	struct ib_pd *pd = uverbs_attr_get_obj(attrs,
+					       SROCE_ATTR_MR_IN_PD_PD_HANDLE);
+
+	if (IS_ERR(mr))
+		return PTR_ERR(mr);
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
+	/*
+	 * A rereg that moves the MR to another PD holds the MR's object
+	 * exclusively; this method holds it for reading.
+	 */
+	return mr->pd == pd ? 0 : -EINVAL;
+}
+
 DECLARE_UVERBS_NAMED_METHOD(SROCE_METHOD_QP_DOORBELL,
 			    UVERBS_ATTR_IDR(SROCE_ATTR_DOORBELL_QP_HANDLE,
 					    UVERBS_OBJECT_QP,
@@ -209,11 +228,25 @@ ADD_UVERBS_METHODS(sroce_qp_methods, UVERBS_OBJECT_QP,
 		   &UVERBS_METHOD(SROCE_METHOD_QP_DOORBELL),
 		   &UVERBS_METHOD(SROCE_METHOD_QP_MODIFY));
 
+DECLARE_UVERBS_NAMED_METHOD(SROCE_METHOD_MR_IN_PD,
+			    UVERBS_ATTR_IDR(SROCE_ATTR_MR_IN_PD_MR_HANDLE,
+					    UVERBS_OBJECT_MR,
+					    UVERBS_ACCESS_READ,
+					    UA_MANDATORY),
+			    UVERBS_ATTR_IDR(SROCE_ATTR_MR_IN_PD_PD_HANDLE,
+					    UVERBS_OBJECT_PD,
+					    UVERBS_ACCESS_READ,
+					    UA_MANDATORY));
+
 ADD_UVERBS_METHODS(sroce_pd_methods, UVERBS_OBJECT_PD,
 		   &UVERBS_METHOD(SROCE_METHOD_PD_QUERY));
+
+ADD_UVERBS_METHODS(sroce_mr_methods, UVERBS_OBJECT_MR,
+		   &UVERBS_METHOD(SROCE_METHOD_MR_IN_PD));
 
 const struct uapi_definition sroce_uapi_defs[] = {
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_QP, &sroce_qp_methods),
 	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_PD, &sroce_pd_methods),
+	UAPI_DEF_CHAIN_OBJ_TREE(UVERBS_OBJECT_MR, &sroce_mr_methods),
 	{},
 };

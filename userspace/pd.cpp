@@ -130,6 +130,13 @@ ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 	     int access) noexcept
 {
+	// A PD handle means something only in its own context: one of another
+	// context would name whatever PD has that number in the MR's.
+	if ((flags & IBV_REREG_MR_CHANGE_PD) &&
+	    (!pd || pd->context != vmr->ibv_mr.context)) {
+		errno = EINVAL;
+		return EINVAL;
+	}
 	struct ibv_rereg_mr cmd{};
 	ib_uverbs_rereg_mr_resp resp{};
 	int ret = ibv_cmd_rereg_mr(vmr, flags, addr, length, uintptr_t(addr),
@@ -154,7 +161,18 @@ int dereg_mr(verbs_mr *vmr) noexcept
 int advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags,
 	      ibv_sge *sg_list, uint32_t num_sge) noexcept
 {
-	return ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
+	int ret = ibv_cmd_advise_mr(pd, advice, flags, sg_list, num_sge);
+
+	// ENOENT is a key that names no MR, or a PD that is gone (an imported
+	// PD whose owner deallocated it): ibv_advise_mr(3) calls the second
+	// EINVAL, "the PD is invalid".
+	if (ret == ENOENT &&
+	    call_method(pd->context->cmd_fd, UVERBS_OBJECT_PD,
+			SROCE_METHOD_PD_QUERY,
+			std::array{ idr_attr(SROCE_ATTR_QUERY_PD_HANDLE,
+					     pd->handle) }))
+		ret = EINVAL;
+	return ret;
 }
 
 ibv_ah *create_ah(ibv_pd *ibpd, ibv_ah_attr *attr) noexcept
@@ -254,6 +272,14 @@ ibv_mr *import_mr(ibv_pd *ibpd, uint32_t handle) noexcept
 		return nullptr;
 	}
 	int ret = ibv_cmd_query_mr(ibpd, vmr, handle);
+	// An MR is imported into the PD it was registered in (or moved to).
+	if (!ret)
+		ret = call_method(ibpd->context->cmd_fd, UVERBS_OBJECT_MR,
+				  SROCE_METHOD_MR_IN_PD,
+				  std::array{ idr_attr(SROCE_ATTR_MR_IN_PD_MR_HANDLE,
+						       handle),
+					      idr_attr(SROCE_ATTR_MR_IN_PD_PD_HANDLE,
+						       ibpd->handle) });
 	if (ret) {
 		delete vmr;
 		errno = ret;

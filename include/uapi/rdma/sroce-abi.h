@@ -233,6 +233,8 @@ struct sroce_create_qp_resp {
  *   command (struct ib_uverbs_modify_qp, its response field ignored).
  * - PD_QUERY checks that a PD handle names a PD of the context
  *   (ibv_import_pd).
+ * - MR_IN_PD checks that an MR handle names an MR of the given PD
+ *   (ibv_import_mr imports an MR into the PD it was registered in).
  */
 enum sroce_qp_methods {
 	SROCE_METHOD_QP_DOORBELL = (1U << UVERBS_ID_NS_SHIFT),
@@ -254,6 +256,15 @@ enum sroce_pd_methods {
 
 enum sroce_pd_query_attrs {
 	SROCE_ATTR_QUERY_PD_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum sroce_mr_methods {
+	SROCE_METHOD_MR_IN_PD = (1U << UVERBS_ID_NS_SHIFT),
+};
+
+enum sroce_mr_in_pd_attrs {
+	SROCE_ATTR_MR_IN_PD_MR_HANDLE = (1U << UVERBS_ID_NS_SHIFT),
+	SROCE_ATTR_MR_IN_PD_PD_HANDLE,
 };
 
 #endif /* SROCE_ABI_USER_H */
