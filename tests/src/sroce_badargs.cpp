@@ -1336,12 +1336,9 @@ using namespace xfer;
 
 int main(int argc, char **argv)
 {
-	const Test *t = nullptr;
+	Pair p;
 
-	for (const Test &x : tests)
-		if (argc == 3 && std::string_view(argv[2]) == x.name)
-			t = &x;
-	if (!t) {
+	if (argc != 3) {
 		fprintf(stderr, "usage: sroce-badargs DEV TEST\nTEST is one "
 			"of:");
 		for (const Test &x : tests)
@@ -1349,17 +1346,5 @@ int main(int argc, char **argv)
 		fputc('\n', stderr);
 		return 2;
 	}
-	Pair p;
-	p.ctx = open_device(argv[1]);
-	if (!p.ctx) {
-		fprintf(stderr, "cannot open %s\n", argv[1]);
-		return 1;
-	}
-	if (setup(p))
-		t->fn(p);
-	teardown(p);
-	ibv_close_device(p.ctx);
-	if (!failures)
-		printf("%s ok\n", t->name);
-	return failures ? 1 : 0;
+	return run_test(argv[1], argv[2], p, { tests });
 }

@@ -1303,39 +1303,15 @@ using namespace xfer;
 
 int main(int argc, char **argv)
 {
+	Pair p;
+
 	if (argc < 3) {
 		fprintf(stderr, "usage: sroce-xfer DEV TEST [rc|uc] [MTU]\n");
 		return 2;
 	}
-	Pair p;
 	if (argc > 3 && std::string_view(argv[3]) == "uc")
 		p.type = IBV_QPT_UC;
 	if (argc > 4)
 		p.mtu = ibv_mtu(__builtin_ctz(atoi(argv[4]) / 128));
-
-	const Test *t = nullptr;
-	for (std::span<const Test> table : { std::span<const Test>(tests),
-					     harden_tests })
-		for (const Test &x : table)
-			if (std::string_view(argv[2]) == x.name)
-				t = &x;
-	if (!t || (p.type == IBV_QPT_UC && !t->uc)) {
-		fprintf(stderr, "unknown test %s for this QP type\n", argv[2]);
-		return 2;
-	}
-
-	p.ctx = open_device(argv[1]);
-	if (!p.ctx) {
-		fprintf(stderr, "cannot open %s\n", argv[1]);
-		return 1;
-	}
-	if (t->tweak)
-		t->tweak(p);
-	if (setup(p))
-		t->fn(p);
-	teardown(p);
-	ibv_close_device(p.ctx);
-	if (!failures)
-		printf("%s ok\n", t->name);
-	return failures ? 1 : 0;
+	return run_test(argv[1], argv[2], p, { tests, harden_tests });
 }

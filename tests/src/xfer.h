@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <span>
+#include <string_view>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
@@ -262,5 +264,38 @@ struct Test {
 
 // The tests of one file (one feature), as main() finds them.
 extern const std::span<const Test> harden_tests;
+
+// Run the test called @name from @tables on a pair set up on device @dev
+// (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
+// 2 for a name no table has (or a test not for UC on UC).
+inline int run_test(const char *dev, std::string_view name, Pair &p,
+		    std::initializer_list<std::span<const Test>> tables)
+{
+	const Test *t = nullptr;
+
+	for (std::span<const Test> table : tables)
+		for (const Test &x : table)
+			if (name == x.name)
+				t = &x;
+	if (!t || (p.type == IBV_QPT_UC && !t->uc)) {
+		fprintf(stderr, "unknown test %.*s for this QP type\n",
+			int(name.size()), name.data());
+		return 2;
+	}
+	p.ctx = open_device(dev);
+	if (!p.ctx) {
+		fprintf(stderr, "cannot open %s\n", dev);
+		return 1;
+	}
+	if (t->tweak)
+		t->tweak(p);
+	if (setup(p))
+		t->fn(p);
+	teardown(p);
+	ibv_close_device(p.ctx);
+	if (!failures)
+		printf("%s ok\n", t->name);
+	return failures ? 1 : 0;
+}
 
 } // namespace xfer
