@@ -9,22 +9,30 @@
 #include <algorithm>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace xfer {
 namespace {
 
-// The process's pinned memory (VmPin in /proc/self/status), in KiB.
-long vm_pin_kb()
+// The value of @key ("VmPin:", "MemAvailable:") in a /proc file of
+// "Key: N kB" lines, in KiB; -1 (and a failure) if there is none.
+long proc_kb(const char *file, std::string_view key)
 {
-	std::ifstream f("/proc/self/status");
+	std::ifstream f(file);
 	std::string line;
 
 	while (std::getline(f, line))
-		if (line.rfind("VmPin:", 0) == 0)
-			return atol(line.c_str() + 6);
-	CHECK(false, "no VmPin in /proc/self/status");
+		if (line.rfind(key, 0) == 0)
+			return atol(line.c_str() + key.size());
+	CHECK(false, "no %.*s in %s", int(key.size()), key.data(), file);
 	return -1;
+}
+
+// The process's pinned memory, in KiB.
+long vm_pin_kb()
+{
+	return proc_kb("/proc/self/status", "VmPin:");
 }
 
 // RDMA WRITE with immediate into a QP with no receive posted: every RNR
@@ -295,16 +303,10 @@ void t_qpn_random(Pair &p)
 		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
 }
 
-// MemAvailable in /proc/meminfo, in KiB.
+// The memory the kernel could still give, in KiB.
 long mem_available_kb()
 {
-	std::ifstream f("/proc/meminfo");
-	std::string line;
-
-	while (std::getline(f, line))
-		if (line.rfind("MemAvailable:", 0) == 0)
-			return atol(line.c_str() + 13);
-	return -1;
+	return proc_kb("/proc/meminfo", "MemAvailable:");
 }
 
 // An implicit ODP MR swept with prefetches across the address space: 4096
