@@ -99,10 +99,11 @@ static bool sroce_outstanding(struct sroce_qp *qp)
  * @qp: an RC QP, its lock held
  *
  * The timer runs while requests are outstanding: 4.096 us * 2^timeout (the
- * QP attribute; 0 means never), at least one jiffy. Progress only moves
- * the deadline; a timer that fires early sets itself again for it, and
- * one that finds nothing outstanding does nothing. That keeps timer
- * updates out of every packet's path.
+ * QP attribute; 0 means never), at least one jiffy, from the last packet
+ * sent or the last answer that was progress. Those only move the
+ * deadline; a timer that fires early sets itself again for it, and one
+ * that finds nothing outstanding does nothing. That keeps timer updates
+ * out of every packet's path.
  */
 void sroce_comp_arm_retry(struct sroce_qp *qp)
 {

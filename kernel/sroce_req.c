@@ -17,8 +17,7 @@
 
 /*
  * A long message asks for an ACK every this many packets as well as at its
- * end, so that the transport timer sees progress: without it a message
- * that takes longer than the timeout to send could never complete.
+ * end, so that the send window moves on while it is sent.
  */
 #define SROCE_PKTS_PER_ACK 64
 
@@ -391,7 +390,12 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	/* A packet the network drops is the retry timer's to recover. */
 	SROCE_PKT(skb)->inl = qp->inl;
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
-	if (sroce_qp_is_reliable(qp) && !qp->req.retry_on)
+	/*
+	 * The peer has the timeout from the last packet sent on to answer
+	 * (as rdma_rxe times it): a sender slower than the timeout is not a
+	 * lost packet.
+	 */
+	if (sroce_qp_is_reliable(qp))
 		sroce_comp_arm_retry(qp);
 	return 0;
 }

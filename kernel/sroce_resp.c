@@ -660,8 +660,12 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 			sroce_resp_atomic_ack(qp, psn, res->orig);
 		return;
 	}
-	sroce_resp_ack(qp, (qp->resp.epsn - 1) & SROCE_PSN_MASK,
-		       SROCE_AETH_ACK_UNLIMITED);
+	/*
+	 * A SEND or WRITE: acknowledged again (C9-105), with what the
+	 * responder has now; a burst sent again after a timeout gets one
+	 * ACK per engine run, not one per packet.
+	 */
+	sroce_resp_ack_later(qp, (qp->resp.epsn - 1) & SROCE_PSN_MASK);
 }
 
 /*

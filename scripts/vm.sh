@@ -15,7 +15,8 @@
 # The kernel is Debian's (scripts/kver.sh), or SROCE_KERNEL (an image) with
 # release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
 # debug kernel of make check-debug). SROCE_TIME_SCALE (default 1) stretches
-# the time limits of tests in the guest for a slow kernel.
+# the time limits of tests in the guest for a slow kernel. SROCE_APPEND
+# adds to the kernel command line.
 #
 # COMMAND runs in the guest from the repository root (as bash -c). The exit
 # status is COMMAND's, or 1 when the VM hung, crashed, or its kernel log
@@ -71,6 +72,7 @@ append+=" log_buf_len=16M"
 append+=" sroce_repo=$repo sroce_ip4=$ip4 sroce_ip6=$ip6 sroce_host=$name"
 append+=" sroce_time_scale=$scale"
 append+=" net.ifnames=0"
+append+=" ${SROCE_APPEND:-}"
 : > "$out/console.log"
 tail -n +1 -f "$out/console.log" &
 tailpid=$!
