@@ -82,6 +82,7 @@ enum sroce_counter {
 	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
 	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
 	SROCE_CNT_DROP_UC_MSG,		/* UC messages dropped on an error */
+	SROCE_CNT_DROP_RX_FULL,		/* dropped: the QP's receive queue full */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -497,6 +498,20 @@ static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
 }
 
 /* The transport bits of the opcodes the QP sends and accepts. */
+/*
+ * Packets a QP's receive queue holds at most. A sender faster than the
+ * engine, or a flood from anyone who knows the QPN, must not grow kernel
+ * memory without bound: past this, packets are dropped as a NIC's full
+ * receive ring drops them, and RC sends them again (a READ from its
+ * first missing response). Far above a peer's send window (256 PSNs).
+ */
+#define SROCE_RX_QUEUE_MAX	4096
+
+static inline bool sroce_qp_rx_room(struct sroce_qp *qp)
+{
+	return skb_queue_len_lockless(&qp->rx_queue) < SROCE_RX_QUEUE_MAX;
+}
+
 static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 {
 	switch (qp->ibqp.qp_type) {

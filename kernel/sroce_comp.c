@@ -220,9 +220,19 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 		qp->req.sent = 0;
 		/*
 		 * A SEND or WRITE resumes at @psn: the responder has every
-		 * packet before it. A READ is asked again whole.
+		 * packet before it. A READ that has some of its responses
+		 * is asked again for the rest, from the PSN and address of
+		 * the first response it lacks (a responder answers a
+		 * duplicate READ from any PSN within it): asked again whole,
+		 * a READ whose answer takes longer than the timeout, or one
+		 * that keeps losing a late response, would never complete.
 		 */
-		if (!sroce_needs_response(op) &&
+		if (op == IB_UVERBS_WR_RDMA_READ && idx == qp->sq_comp &&
+		    sw->resp_pkts) {
+			qp->req.psn = (sw->first_psn + sw->resp_pkts) &
+				      SROCE_PSN_MASK;
+			qp->req.sent = sw->resp_pkts * sw->mtu;
+		} else if (!sroce_needs_response(op) &&
 		    sroce_psn_before(sw->first_psn, psn) &&
 		    !sroce_psn_before(end, psn)) {
 			u64 sent = (u64)((psn - sw->first_psn) &

@@ -158,6 +158,10 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 		list_for_each_entry(m, &grp->qps, list) {
 			struct sk_buff *copy;
 
+			if (!sroce_qp_rx_room(m->qp)) {
+				sroce_count(sdev, SROCE_CNT_DROP_RX_FULL);
+				continue;
+			}
 			if (!refcount_inc_not_zero(&m->qp->ref))
 				continue;
 			copy = skb_clone(skb, GFP_ATOMIC);

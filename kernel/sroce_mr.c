@@ -33,7 +33,7 @@ static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
 
-	if (pin->implicit) {
+	if (pin->chunked) {
 		struct ib_umem_odp *child;
 		unsigned long idx;
 
@@ -90,6 +90,20 @@ static bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 	return (access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX;
 }
 
+/*
+ * An ODP range reached through children, made per chunk on first use:
+ * implicit ODP, and explicit ranges longer than a chunk (ib_core's page
+ * lists for a whole explicit range cost 16 bytes a page up front: 4 GiB
+ * for the largest MR). Huge-page ranges keep one umem, whose lists are
+ * 512 times shorter.
+ */
+static bool sroce_odp_is_chunked(u64 start, u64 length, int access)
+{
+	return sroce_odp_is_implicit(start, length, access) ||
+	       (length > BIT_ULL(SROCE_ODP_CHILD_SHIFT) &&
+		!(access & IB_ACCESS_HUGETLB));
+}
+
 /* An ODP range: nothing pinned now (IB_ACCESS_ON_DEMAND). */
 static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 				       u64 length, int access)
@@ -101,17 +115,26 @@ static struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
-	if (sroce_odp_is_implicit(start, length, access)) {
+	if (sroce_odp_is_chunked(start, length, access)) {
 		odp = ib_umem_odp_alloc_implicit(ibdev, access);
 		if (IS_ERR(odp)) {
 			kfree(pin);
 			return ERR_CAST(odp);
 		}
-		pin->implicit = true;
+		/*
+		 * ib_core keeps no range in an implicit root (its children
+		 * have theirs): it holds the range here, where the pinned
+		 * and explicit ranges have theirs.
+		 */
+		odp->umem.address = start;
+		odp->umem.length = length;
+		pin->implicit = sroce_odp_is_implicit(start, length, access);
+		pin->chunked = true;
 		xa_init(&pin->children);
 		init_rwsem(&pin->child_rwsem);
 		pin->odp = odp;
 		pin->umem = &odp->umem;
+		pin->offset = offset_in_page(start);
 		return pin;
 	}
 	odp = ib_umem_odp_get(ibdev, start, length, access, &sroce_odp_ops);
@@ -799,7 +822,7 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 
 /*
  * Has the process that owns @root anything mapped in [start, start + len)?
- * Only then does an implicit ODP MR make a child for it: addresses past its
+ * Only then does a chunked ODP MR make a child for it: addresses past its
  * user space, or where it has no mapping, cost the kernel nothing.
  */
 static bool sroce_odp_mapped(struct ib_umem_odp *root, u64 start, u64 len)
@@ -853,21 +876,29 @@ static void sroce_odp_evict(struct sroce_pin *pin)
 	ib_umem_odp_release(victim);
 }
 
-/* Make the child of chunk @idx; @pin->child_rwsem held for writing. */
+/*
+ * Make the child of chunk @idx: the part of the chunk in the range, whole
+ * pages. @pin->child_rwsem held for writing.
+ */
 static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 					       unsigned long idx)
 {
-	u64 start = (u64)idx << SROCE_ODP_CHILD_SHIFT;
+	/* Inclusive ends: the implicit range reaches 2^64 - 1. */
+	u64 first = max_t(u64, (u64)idx << SROCE_ODP_CHILD_SHIFT,
+			  PAGE_ALIGN_DOWN(pin->umem->address));
+	u64 last = min_t(u64, ((u64)idx << SROCE_ODP_CHILD_SHIFT) +
+				      BIT_ULL(SROCE_ODP_CHILD_SHIFT) - 1,
+			 (pin->umem->address + pin->umem->length - 1) |
+				 (PAGE_SIZE - 1));
 	struct ib_umem_odp *child;
 	int err;
 
 	lockdep_assert_held_write(&pin->child_rwsem);
-	if (!sroce_odp_mapped(pin->odp, start, BIT_ULL(SROCE_ODP_CHILD_SHIFT)))
+	if (!sroce_odp_mapped(pin->odp, first, last - first + 1))
 		return ERR_PTR(-EFAULT);
 	if (pin->nchildren >= SROCE_ODP_MAX_CHILDREN)
 		sroce_odp_evict(pin);
-	child = ib_umem_odp_alloc_child(pin->odp, start,
-					BIT_ULL(SROCE_ODP_CHILD_SHIFT),
+	child = ib_umem_odp_alloc_child(pin->odp, first, last - first + 1,
 					&sroce_odp_ops);
 	if (IS_ERR(child))
 		return child;
@@ -892,7 +923,7 @@ static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 	unsigned long idx = uva >> SROCE_ODP_CHILD_SHIFT;
 	struct ib_umem_odp *child;
 
-	if (!pin->implicit)
+	if (!pin->chunked)
 		return pin->odp;
 	down_read(&pin->child_rwsem);
 	child = xa_load(&pin->children, idx);
@@ -912,7 +943,7 @@ static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 
 static void sroce_odp_put_umem(struct sroce_pin *pin)
 {
-	if (pin->implicit)
+	if (pin->chunked)
 		up_read(&pin->child_rwsem);
 }
 

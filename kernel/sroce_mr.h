@@ -31,10 +31,14 @@ static inline u32 sroce_key_index(u32 key)
  * @odp: an ODP MR's range (IB_ACCESS_ON_DEMAND; then @umem is its umem and
  *       @pages is NULL): nothing is pinned, pages are faulted in when an
  *       access needs them and dropped when the MMU notifier invalidates them
- * @implicit: implicit ODP (the whole address space): @odp is the root, and
- *            @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
- *            an access reached, for chunks where the process has memory
- *            mapped, at most SROCE_ODP_MAX_CHILDREN of them
+ * @implicit: implicit ODP (the whole address space)
+ * @chunked: an ODP range reached through children (implicit ODP, and an
+ *           explicit range of more than one chunk): @odp is an implicit
+ *           root whose umem address and length are the range, and
+ *           @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
+ *           an access reached, for chunks where the process has memory
+ *           mapped, at most SROCE_ODP_MAX_CHILDREN of them; so a range's
+ *           page lists cost the kernel only for chunks in use
  * @children: chunk index -> struct ib_umem_odp
  * @child_rwsem: held for reading by each access through a child, for
  *               writing to make or free one (so none is freed under an
@@ -51,6 +55,7 @@ struct sroce_pin {
 	struct ib_umem *umem;
 	struct ib_umem_odp *odp;
 	bool implicit;
+	bool chunked;
 	struct xarray children;
 	struct rw_semaphore child_rwsem; /* see above */
 	unsigned int nchildren;

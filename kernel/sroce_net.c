@@ -124,6 +124,11 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		why = SROCE_CNT_DROP_NO_QP;
 		goto drop;
 	}
+	if (!sroce_qp_rx_room(pkt->qp)) {
+		sroce_qp_put(pkt->qp);
+		why = SROCE_CNT_DROP_RX_FULL;
+		goto drop;
+	}
 	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
 	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 

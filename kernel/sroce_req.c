@@ -206,9 +206,13 @@ static u8 sroce_req_opcode(struct sroce_qp *qp, u32 wr_opcode, bool first,
 	       sroce_req_rc_opcode(wr_opcode, first, last);
 }
 
-/* Fill the extended headers of a request packet. */
+/*
+ * Fill the extended headers of a request packet: @len bytes from @offset
+ * into the message (a READ asked again from its middle).
+ */
 static void sroce_req_headers(struct sk_buff *skb,
-			      const struct sroce_send_wqe *wqe, u32 len)
+			      const struct sroce_send_wqe *wqe, u32 len,
+			      u32 offset)
 {
 	u32 flags = sroce_opinfo[SROCE_PKT(skb)->opcode].flags;
 
@@ -227,7 +231,7 @@ static void sroce_req_headers(struct sk_buff *skb,
 	} else if (flags & SROCE_OP_RETH) {
 		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 
-		reth->va = cpu_to_be64(wqe->wr.rdma.remote_addr);
+		reth->va = cpu_to_be64(wqe->wr.rdma.remote_addr + offset);
 		reth->rkey = cpu_to_be32(wqe->wr.rdma.rkey);
 		reth->len = cpu_to_be32(len);
 	}
@@ -290,7 +294,7 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 		qkey = qp->attr.qkey;
 	deth->qkey = cpu_to_be32(qkey);
 	deth->sqp = cpu_to_be32(qp->ibqp.qp_num);
-	sroce_req_headers(skb, wqe, sw->len);
+	sroce_req_headers(skb, wqe, sw->len, 0);
 
 	if (sw->len && (wqe->send_flags & IB_SEND_INLINE)) {
 		memcpy(sroce_pkt_payload(skb), wqe + 1, sw->len);
@@ -332,8 +336,9 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	if (first)
 		sw->mtu = qp->mtu;
 	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
+		/* Asked again from its middle: what it lacks (@remain). */
 		last = true;
-		npsn = max_t(u32, 1, DIV_ROUND_UP(sw->len, sw->mtu));
+		npsn = max_t(u32, 1, DIV_ROUND_UP(remain, sw->mtu));
 	} else if (sroce_wr_is_rd_atomic(wqe->opcode)) {
 		last = true;
 	} else {
@@ -355,7 +360,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	}
 	if (last && (wqe->send_flags & IB_SEND_SOLICITED))
 		bth->flags |= SROCE_BTH_SE;
-	sroce_req_headers(skb, wqe, sw->len);
+	sroce_req_headers(skb, wqe, remain, qp->req.sent);
 
 	if (wqe->opcode == SROCE_WR_ATOMIC_WRITE) {
 		/* sroce_req_headers() copied the data */

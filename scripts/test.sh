@@ -48,8 +48,9 @@ pair_suite() { # NAME KIND_B SCRIPT...
 	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
 	mkdir -p "$repo/build"
 	scripts/vm-pair.sh --timeout 1200 --out "$out" \
-		-- "export MY4=10.0.3.1 KIND=sroce; $run" \
-		-- "export MY4=10.0.3.2 KIND=$kb; $run" > "$out.log" 2>&1
+		-- "export MY4=10.0.3.1 KIND=sroce PEER_KIND=$kb; $run" \
+		-- "export MY4=10.0.3.2 KIND=$kb PEER_KIND=sroce; $run" \
+		> "$out.log" 2>&1
 	declare -A verdict=()
 	for t in a b; do
 		while IFS= read -r line; do
@@ -83,8 +84,8 @@ pair_suite() { # NAME KIND_B SCRIPT...
 	[ ${#verdict[@]} -gt 0 ] || { echo "FAIL pair $name: no step ran"
 		host_fail=$((host_fail + 1)); }
 }
-pair_suite sroce-sroce sroce interop loss hostile
-pair_suite sroce-rxe rxe interop loss
+pair_suite sroce-sroce sroce interop loss hostile faults
+pair_suite sroce-rxe rxe interop loss faults
 
 # rdma-core's test suite, unpacked where the VM can read it.
 scripts/rdma-core-tests.sh prepare

@@ -4,9 +4,11 @@
 # land after it returns; ibv_rereg_mr(CHANGE_TRANSLATION) mid-message does
 # not split the message between the buffers; an SRQ receive WQE taken for a
 # half-received message is flushed when the QP errors, not lost; one bad
-# rkey does not break a UC connection; QP numbers are not sequential.
+# rkey does not break a UC connection; QP numbers are not sequential;
+# implicit ODP and ODP MRs of up to 1 TiB cost the kernel page lists only
+# for chunks in use.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 rnr_imm_pin dereg_mid_write rereg_mid_write \
-	srq_flush_taken uc_bad_rkey qpn_random implicit_bound
+	srq_flush_taken uc_bad_rkey qpn_random implicit_bound explicit_bound
 xfer_all sroce0 uc 1024 uc_bad_rkey

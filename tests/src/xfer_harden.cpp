@@ -370,6 +370,73 @@ void t_implicit_bound(Pair &p)
 		munmap(r, resv);
 }
 
+// An explicit ODP MR over 1 TiB of address space (the largest MR) costs
+// the kernel nothing up front (ib_core's page lists for the whole range
+// would be 4 GiB); WRITEs that cross chunk boundaries all over the range,
+// into twice as many chunks as an MR keeps page lists for, land; READs of
+// the first ones, whose lists were freed meanwhile, fault them in again.
+void t_explicit_bound(Pair &p)
+{
+	const size_t chunk = 16 << 20, span = size_t(1) << 40, page = 4096;
+	const int n = 300;
+	void *m = mmap(nullptr, span, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	CHECK(m != MAP_FAILED, "mmap 1 TiB: %s", strerror(errno));
+	if (m == MAP_FAILED)
+		return;
+	uint8_t *r = static_cast<uint8_t *>(m);
+	long before = mem_available_kb();
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, r, span,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					IBV_ACCESS_REMOTE_READ |
+					IBV_ACCESS_ON_DEMAND);
+	CHECK(mr, "reg a 1 TiB ODP MR: %s", strerror(errno));
+	if (!mr) {
+		munmap(m, span);
+		return;
+	}
+	long grew = before - mem_available_kb();
+	CHECK(grew < 16 << 10, "MemAvailable fell by %ld KiB at registration",
+	      grew);
+	// The last 128 bytes of the page before a chunk boundary and the
+	// first 128 of the page after it: two chunks per WRITE.
+	auto spot = [&](int i) {
+		size_t at = (size_t(i) * (span / (n + 1))) & ~(chunk - 1);
+		return r + at - 128;
+	};
+	int bad = 0;
+	for (int i = 1; i <= n && !bad; i++) {
+		uint8_t *s = spot(i);
+		CHECK(mprotect(s + 128 - page, 2 * page,
+			       PROT_READ | PROT_WRITE) == 0,
+		      "mprotect: %s", strerror(errno));
+		fill(p.a, 0, 256, uint8_t(i));
+		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 256, i,
+				uintptr_t(s), mr->rkey) == 0, "post WRITE");
+		expect_wc(p.a, i, IBV_WC_SUCCESS);
+		if (memcmp(s, &p.a.buf[0], 256)) {
+			CHECK(false, "WRITE %d of 256 bytes across the chunk "
+			      "boundary at %p did not land", i,
+			      static_cast<void *>(s + 128));
+			bad++;
+		}
+	}
+	grew = before - mem_available_kb();
+	CHECK(grew < 48 << 10, "MemAvailable fell by %ld KiB after WRITEs "
+	      "into %d chunks", grew, 2 * n);
+	for (int i = 1; i <= 10 && !bad; i++) {
+		size_t off = 4096 + i * 256;
+		memset(&p.a.buf[off], 0, 256);
+		CHECK(post_send(p.a, IBV_WR_RDMA_READ, off, 256, 1000 + i,
+				uintptr_t(spot(i)), mr->rkey) == 0, "post READ");
+		expect_wc(p.a, 1000 + i, IBV_WC_SUCCESS);
+		CHECK(!memcmp(&p.a.buf[off], spot(i), 256),
+		      "READ %d across a chunk boundary: wrong bytes", i);
+	}
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+	munmap(m, span);
+}
+
 const Test tests[] = {
 	{ "rnr_imm_pin", t_rnr_imm_pin, nullptr, false },
 	{ "dereg_mid_write", t_dereg_mid_write, nullptr, false },
@@ -378,6 +445,7 @@ const Test tests[] = {
 	{ "uc_bad_rkey", t_uc_bad_rkey, nullptr, true },
 	{ "qpn_random", t_qpn_random, nullptr, false },
 	{ "implicit_bound", t_implicit_bound, nullptr, false },
+	{ "explicit_bound", t_explicit_bound, nullptr, false },
 };
 
 } // namespace
