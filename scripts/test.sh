@@ -85,7 +85,7 @@ pair_suite() { # NAME KIND_B SCRIPT...
 		host_fail=$((host_fail + 1)); }
 }
 pair_suite sroce-sroce sroce interop loss hostile faults
-pair_suite sroce-rxe rxe interop loss faults
+pair_suite sroce-rxe rxe interop loss
 
 # rdma-core's test suite, unpacked where the VM can read it.
 scripts/rdma-core-tests.sh prepare
