@@ -81,8 +81,11 @@ enum sroce_counter {
 	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
 	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
 	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
-	SROCE_CNT_DROP_UC_MSG,		/* UC messages dropped on an error */
+	SROCE_CNT_DROP_UC_MSG,		/* UC packets dropped: bad, or no message */
 	SROCE_CNT_DROP_RX_FULL,		/* dropped: the QP's receive queue full */
+	SROCE_CNT_DROP_BAD_QKEY,	/* dropped: a UD Q_Key not the QP's */
+	SROCE_CNT_DROP_NO_RWQE,		/* dropped: UD/UC, no receive WQE */
+	SROCE_CNT_DROP_NO_MEM,		/* dropped: no memory for a copy */
 	SROCE_NUM_COUNTERS,
 };
 

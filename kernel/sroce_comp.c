@@ -343,6 +343,8 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	case SROCE_AETH_NAK:
 		break;
 	default:
+		/* a reserved AETH type */
+		sroce_count(sdev, SROCE_CNT_DROP_MALFORMED);
 		return;
 	}
 

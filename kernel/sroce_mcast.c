@@ -154,6 +154,14 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 
 	spin_lock_bh(&sdev->mcast_lock);
 	grp = sroce_mcast_find(sdev, dgid);
+	/* A group that nobody here joined: no QP takes the packet. */
+	if (!grp || list_empty(&grp->qps)) {
+		sroce_count(sdev, SROCE_CNT_DROP_NO_QP);
+	} else {
+		sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
+		sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES,
+				SROCE_PKT(skb)->paylen);
+	}
 	if (grp) {
 		list_for_each_entry(m, &grp->qps, list) {
 			struct sk_buff *copy;
@@ -162,10 +170,14 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 				sroce_count(sdev, SROCE_CNT_DROP_RX_FULL);
 				continue;
 			}
-			if (!refcount_inc_not_zero(&m->qp->ref))
+			/* being destroyed */
+			if (!refcount_inc_not_zero(&m->qp->ref)) {
+				sroce_count(sdev, SROCE_CNT_DROP_QP_STATE);
 				continue;
+			}
 			copy = skb_clone(skb, GFP_ATOMIC);
 			if (!copy) {
+				sroce_count(sdev, SROCE_CNT_DROP_NO_MEM);
 				sroce_qp_put(m->qp);
 				continue;
 			}

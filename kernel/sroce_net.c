@@ -113,8 +113,6 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		if (bth->opcode != SROCE_UD_SEND_ONLY &&
 		    bth->opcode != SROCE_UD_SEND_ONLY_IMM)
 			goto drop;
-		sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
-		sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 		sroce_pkt_dgid(skb, &dgid);
 		sroce_mcast_rcv(sdev, skb, &dgid);
 		return;

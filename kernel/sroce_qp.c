@@ -104,12 +104,13 @@ void sroce_qp_put(struct sroce_qp *qp)
 		complete(&qp->released);
 }
 
-/* Free the packets queued to a QP that will not process them. */
+/* Drop the packets queued to a QP that will not process them. */
 static void sroce_qp_purge(struct sroce_qp *qp)
 {
 	struct sk_buff *skb;
 
 	while ((skb = skb_dequeue(&qp->rx_queue))) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
 		kfree_skb(skb);
 		sroce_qp_put(qp);
 	}

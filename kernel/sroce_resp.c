@@ -681,10 +681,15 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 	u8 grh[40] = {};
 	int err;
 
-	if (be32_to_cpu(deth->qkey) != qp->attr.qkey)
+	/* UD has no NAKs: a wrong Q_Key, or no receive posted, drops it. */
+	if (be32_to_cpu(deth->qkey) != qp->attr.qkey) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_BAD_QKEY);
 		return;
-	if (!sroce_resp_take_rwqe(qp))
+	}
+	if (!sroce_resp_take_rwqe(qp)) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
 		return;
+	}
 	rwqe = qp->resp.rwqe;
 
 	if (ip_hdr(skb)->version == 4)
@@ -801,6 +806,8 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 		qp->resp.opcode = -1;
 		return;
 	case SROCE_RESP_DROP:
+		/* UC: a message with no receive WQE for it (IBTA 9.9.3) */
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
 		sroce_resp_abort_msg(qp);
 		return;
 	case SROCE_RESP_RNR:
@@ -851,14 +858,19 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		}
 		/* UC: drop the broken message, resync on a first packet. */
 		sroce_resp_abort_msg(qp);
-		if (!(flags & SROCE_OP_FIRST))
+		if (!(flags & SROCE_OP_FIRST)) {
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_DROP_UC_MSG);
 			return;
+		}
 		qp->resp.epsn = pkt->psn;
 	}
 	qp->resp.nak_sent = false;
 
 	if (!sroce_resp_in_sequence(qp, flags)) {
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_DROP_UC_MSG);
 			sroce_resp_abort_msg(qp);
 			return;
 		}
@@ -908,9 +920,17 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		sroce_resp_rc(qp, skb);
 		return;
 	}
+	/*
+	 * An XRCETH naming no SRQ of the QP's domain: an invalid request if
+	 * it is the one expected; else dropped, as a packet to no receive
+	 * queue (without an SRQ there is no PD to answer a READ in).
+	 */
 	if (!sroce_resp_xrc_srq(qp, skb)) {
 		if (pkt->psn == qp->resp.epsn)
 			sroce_resp_result(qp, skb, SROCE_RESP_NAK_INV);
+		else
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_DROP_NO_QP);
 		return;
 	}
 	sroce_resp_rc(qp, skb);

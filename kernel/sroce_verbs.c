@@ -282,6 +282,9 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_DROP_GHOST_RESP].name = "drop_ghost_response",
 	[SROCE_CNT_DROP_UC_MSG].name = "drop_uc_message",
 	[SROCE_CNT_DROP_RX_FULL].name = "drop_rx_queue_full",
+	[SROCE_CNT_DROP_BAD_QKEY].name = "drop_bad_qkey",
+	[SROCE_CNT_DROP_NO_RWQE].name = "drop_no_recv_wqe",
+	[SROCE_CNT_DROP_NO_MEM].name = "drop_no_memory",
 };
 
 static struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,

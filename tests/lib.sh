@@ -81,6 +81,28 @@ res_lines() { # TYPE DEV: QPs are filtered by link, the others by device
 user_objects() { res_lines "$@" | grep -c ' pid '; }
 kernel_objects() { res_lines "$@" | grep -vc ' pid '; }
 
+# run_each PROGRAM DEV TEST...: run each test of a checker program alone
+# (tests/bin/PROGRAM DEV TEST), fail with the output of those that failed,
+# then fail if the device still has a user PD, MR, CQ or QP.
+run_each() {
+	local prog=$repo/tests/bin/$1 dev=$2 t out bad=
+	shift 2
+	for t in "$@"; do
+		out=$(timeout "$(tmo 120)" "$prog" "$dev" "$t" 2>&1) ||
+			bad+="$t: $out"$'\n'
+	done
+	[ -z "$bad" ] || fail "$bad"
+	no_user_objects "$dev"
+}
+
+# no_user_objects DEV: fail if a process's PD, MR, CQ or QP is left on DEV.
+no_user_objects() {
+	local t
+	for t in pd mr cq qp; do
+		expect_eq "$t objects left" 0 "$(user_objects $t "$1")"
+	done
+}
+
 port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # xfer_all DEV TYPE MTU TEST...: run sroce-xfer tests, fail with their output

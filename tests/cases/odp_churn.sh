@@ -12,16 +12,5 @@
 # WRITE leaves nothing outside its range. Afterwards nothing is left.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-bad=
-# Not yet churn_dontneed: it finds a bug still open (see "Known" in
-# Documentation/testing.md): now and then a WRITE that completed while a
-# MADV_DONTNEED of its page was running is not in the page the process
-# sees. Run it by hand: tests/bin/sroce-odpchurn sroce0 churn_dontneed
-for t in churn_mremap churn_munmap churn_fork_cow churn_implicit; do
-	out=$(timeout "$(tmo 120)" "$repo/tests/bin/sroce-odpchurn" sroce0 "$t" \
-		2>&1) || bad+="$t: $out"$'\n'
-done
-[ -z "$bad" ] || fail "$bad"
-for t in pd mr cq qp; do
-	expect_eq "$t objects left" 0 "$(user_objects $t sroce0)"
-done
+run_each sroce-odpchurn sroce0 churn_dontneed churn_mremap churn_munmap \
+	churn_fork_cow churn_implicit

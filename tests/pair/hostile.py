@@ -12,16 +12,14 @@ packets with correct ICRCs. Prints how many of each it sent, as "sent KIND N".
     hostile.py VICTIM_IP PORT MY_IP
 """
 import random
-import socket
 import struct
 import sys
 import time
 
 from scapy.all import IP, UDP, Raw, conf, send
 
-from roce import icrc
+from roce import icrc, meet, sync
 
-DEST = struct.Struct('<II16sIIQ')  # sroce-wire's Dest
 MY_PSN = 0x123456
 FAKE_QPN = 0xabcde
 sent = {}
@@ -60,29 +58,10 @@ def fire(kind, pkts):
     sent[kind] = sent.get(kind, 0) + len(pkts)
 
 
-def sync(s):
-    s.sendall(b's')
-    if s.recv(1) != b's':
-        sys.exit('victim went away')
-
-
 def main():
     victim, port, me = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     conf.verb = 0
-    for _ in range(600):
-        try:
-            s = socket.create_connection((victim, port))
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        sys.exit('no victim')
-    buf = b''
-    while len(buf) < DEST.size:
-        buf += s.recv(DEST.size - len(buf))
-    qpn, _, _, rkey, _, addr = DEST.unpack(buf)
-    gid = bytes(10) + b'\xff\xff' + socket.inet_aton(me)
-    s.sendall(DEST.pack(FAKE_QPN, MY_PSN, gid, 0, 0, 0))
+    s, qpn, rkey, addr = meet(victim, port, me, FAKE_QPN, MY_PSN)
     sync(s)  # the victim's QP is connected to FAKE_QPN, expecting MY_PSN
 
     send_only = 0x04

@@ -3,8 +3,10 @@
 # Hostile RoCEv2 packets: VM b (hostile.py, scapy) attacks a victim QP of
 # sroce on VM a (sroce-wire -V). VM a must drop and count every bad packet
 # by its reason, keep the victim's memory untouched, and afterwards carry
-# real traffic with every byte checked. The kernel log is judged by the
-# harness (no oops, WARN, KASAN).
+# real traffic with every byte checked. Then fuzz.py (no scapy) sends over
+# 10^5 mutated packets at a second victim: every one must be counted where
+# its tag says. The kernel log is judged by the harness (no oops, WARN,
+# KASAN). FUZZ_SEED and FUZZ_SCALE replay or resize the fuzzer's run.
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
@@ -45,6 +47,82 @@ if [ "$ROLE" = a ]; then
 else
 	step "victim QP: memory untouched by hostile packets" a "" \
 		"/usr/bin/python3 $(dirname "$0")/hostile.py $PEER4 18950 $MY4"
+fi
+# The fuzzer: fuzz.py on VM b sends over 10^5 mutated packets (seeded) at
+# a new victim, at QP1 and at QPNs nobody has. VM a's memory must stay
+# untouched (sroce-wire -V), every packet must reach sroce and be counted
+# where fuzz.py --plan (the same generator, sending nothing) says.
+fuzz=$(dirname "$0")/fuzz.py
+fuzz_args="--seed ${FUZZ_SEED:-4791} --scale ${FUZZ_SCALE:-1}"
+fuzz_name="fuzzed packets ($fuzz_args): memory untouched"
+
+# snapshot ARRAY: every port counter of $dev, into the associative ARRAY
+snapshot() {
+	local -n into=$1
+	local k v
+	# (no process substitution: the guest has no /dev/fd)
+	while read -r k v; do
+		[ -n "$k" ] && into[$k]=$v
+	done <<<"$(rdma statistic show link "$dev/1" | tr -s ' \n' '\n\n' |
+		   tail -n +3 | paste -d' ' - -)"
+}
+
+# fdelta NAME: how much counter NAME grew during the fuzzer's step
+fdelta() { echo $(( ${fa[$1]:-0} - ${fb[$1]:-0} )); }
+
+# fuzz_check: the counters grew as the plan says, and every packet was
+# counted once where it was dropped or answered.
+fuzz_check() {
+	local plan key name n d sum=0 k
+	plan=$(/usr/bin/python3 "$fuzz" --plan $fuzz_args) ||
+		{ echo "FAIL fuzz.py --plan"; failed=$((failed + 1)); return; }
+	declare -A want
+	while read -r key name n; do
+		case $key in
+		expect) d=$(fdelta "$name")
+			check "fuzz: $name grew by $d, at least $n" [ "$d" -ge "$n" ] ;;
+		total|door|rcvd|accepted|counted) want[$key]=$name ;;
+		esac
+	done <<<"$plan"
+	# fuzz.py paces itself on the victim's answers: its receive queue
+	# never fills
+	[ -n "${fa[drop_rx_queue_full]}" ] &&
+		check "fuzz: drop_rx_queue_full grew by $(fdelta drop_rx_queue_full)" \
+			[ "$(fdelta drop_rx_queue_full)" = 0 ]
+	# Every packet sent reached sroce_rcv() and was counted there: taken
+	# to a QP (rcvd_pkts) or dropped before one was found.
+	d=$(( $(fdelta rcvd_pkts) + $(fdelta drop_malformed) +
+	      $(fdelta drop_icrc_err) + $(fdelta drop_no_qp) +
+	      $(fdelta drop_rx_queue_full) ))
+	check "fuzz: ${want[total]} packets sent, $d reached sroce" \
+		[ "$d" -ge "${want[total]}" ]
+	# Every packet but the zero-length READs the victim took has one
+	# disposition counted: a drop counter (any drop_*, new ones too), a
+	# duplicate, a PSN ahead, an RNR NAK or a NAK.
+	for k in "${!fa[@]}"; do
+		case $k in
+		drop_*|duplicate_request|out_of_sequence|rnr_nak_sent|\
+		nak_inv_req_sent|nak_rem_access_sent|nak_rem_op_sent)
+			sum=$((sum + $(fdelta "$k"))) ;;
+		esac
+	done
+	n=$(( ${want[total]} - ${want[accepted]} ))
+	check "fuzz: $n packets to count, $sum counted" [ "$sum" -ge "$n" ]
+	echo "    a counters grew: $(for k in "${!fa[@]}"; do
+		d=$(fdelta "$k"); [ "$d" != 0 ] && echo "$k=$d"; done |
+		sort | paste -sd' ' -)"
+}
+
+if [ "$ROLE" = a ]; then
+	declare -A fb fa
+	snapshot fb
+	STEP_LIMIT=300 step "$fuzz_name" a \
+		"$wire $dev $gidx -p 18952 -n 1 -s 4096 -V" ""
+	snapshot fa
+	fuzz_check
+else
+	STEP_LIMIT=300 step "$fuzz_name" a "" \
+		"/usr/bin/python3 $fuzz $PEER4 18952 $MY4 $fuzz_args"
 fi
 step "RC traffic after the attack (server a)" a \
 	"$wire $dev $gidx -p 18951 -n 50" "$wire $dev $gidx -p 18951 -n 50 $PEER4"

@@ -55,15 +55,16 @@ stuck_report() {
 # SERVER_CMD CLIENT_CMD: the VM whose role is SERVER_ROLE runs SERVER_CMD,
 # the other runs CLIENT_CMD (retrying until the server listens). Prints
 # "ok   NAME" or "FAIL NAME" with the output, on the client side and the
-# server side alike, and counts into $passed/$failed.
+# server side alike, and counts into $passed/$failed. Each side has
+# $STEP_LIMIT seconds (120 unless set), stretched by tmo.
 passed=0 failed=0
 step() {
 	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i start=$SECONDS
 	if [ "$ROLE" = "$srole" ]; then
-		out=$(timeout "$(tmo 120)" bash -c "$scmd" 2>&1); rc=$?
+		out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$scmd" 2>&1); rc=$?
 	else
 		for i in $(seq 60); do
-			out=$(timeout "$(tmo 120)" bash -c "$ccmd" 2>&1); rc=$?
+			out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$ccmd" 2>&1); rc=$?
 			[ $rc = 0 ] && break
 			# The server is not listening yet: try again.
 			grep -qiE "couldn't connect|unable to init the socket|refused|REJECTED|UNREACHABLE|could not connect" <<<"$out" ||

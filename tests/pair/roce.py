@@ -1,7 +1,44 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-"""RoCEv2 packet helpers for the two-VM tests: the invariant CRC."""
+"""RoCEv2 packet helpers for the two-VM tests: the invariant CRC, and the
+handshake with a victim QP (sroce-wire -V)."""
+import socket
 import struct
+import sys
+import time
 import zlib
+
+DEST = struct.Struct('<II16sIIQ')  # sroce-wire's Dest
+
+
+def meet(victim, port, me, qpn, psn):
+    """Connect to the victim's sroce-wire at @port, take its Dest and give
+    it ours (QP @qpn, first PSN @psn, GID of address @me). Returns the
+    socket and the victim's QPN, rkey and MR address."""
+    for _ in range(600):
+        try:
+            s = socket.create_connection((victim, port))
+            break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        sys.exit('could not connect to the victim')
+    buf = b''
+    while len(buf) < DEST.size:
+        got = s.recv(DEST.size - len(buf))
+        if not got:
+            sys.exit('the victim went away')
+        buf += got
+    vqpn, _, _, rkey, _, addr = DEST.unpack(buf)
+    gid = bytes(10) + b'\xff\xff' + socket.inet_aton(me)
+    s.sendall(DEST.pack(qpn, psn, gid, 0, 0, 0))
+    return s, vqpn, rkey, addr
+
+
+def sync(s):
+    """A step with the victim: both sides are at the same point."""
+    s.sendall(b's')
+    if s.recv(1) != b's':
+        sys.exit('the victim went away')
 
 
 def _masked(ip):

@@ -160,6 +160,21 @@ struct Churn {
 		return true;
 	}
 
+	// Waits until the operations begun on page @pg so far have ended:
+	// false after 20 s.
+	bool wait_ended(size_t pg)
+	{
+		auto until = Clock::now() + 20s;
+		uint64_t n = begun[pg];
+
+		while (ended[pg] < n) {
+			if (Clock::now() > until)
+				return false;
+			std::this_thread::yield();
+		}
+		return true;
+	}
+
 	void fail(const char *what)
 	{
 		if (err.empty())
@@ -248,6 +263,17 @@ void Writer::check(uint64_t id, Range r, const std::vector<uint64_t> &e0)
 			      (unsigned long long)id, pg,
 			      (unsigned long long)c.cut);
 			continue;
+		}
+		// A change of the page still in progress may have cleared its
+		// page table entry, run the MMU notifier and not yet flushed
+		// the TLB (zap_page_range() does that last): this CPU could
+		// still read the page being taken away while the WRITE's last
+		// bytes went to the new one. Read once the changes begun on
+		// the page have returned, as the process would.
+		if (!c.wait_ended(pg)) {
+			CHECK(false, "a %s of page %zu did not return within "
+			      "20 s", op, pg);
+			return;
 		}
 		std::vector<uint8_t> now(t.base + lo, t.base + hi);
 		std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -472,7 +498,8 @@ bool dontneed(Churn &c, Target t, size_t near, size_t span,
 // MADV_DONTNEED of pages of b's ODP MR while a writes into them (one or
 // two pages, from anywhere in a page). A page dropped goes back to zeros;
 // a WRITE after it lands in the page the process sees. After each WRITE
-// b's process reads the page: its bytes, all of them if no DONTNEED of the
+// b's process reads the page (once a DONTNEED of it under way returned:
+// Writer::check()): its bytes, all of them if no DONTNEED of the
 // page began between the post and the read; else each word its bytes or
 // zero (dropped after they landed), never an earlier WRITE's. At the end,
 // with no DONTNEED, a WRITE of all the MR lands whole.
