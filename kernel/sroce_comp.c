@@ -265,7 +265,15 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 
 	if (qp->attr.qp_state != IB_QPS_RTS || !sroce_outstanding(qp))
 		return;
-	/* Progress since the timer was set: wait for the new deadline. */
+	/*
+	 * Progress since the timer was set: wait for the new deadline. An
+	 * RNR wait is the responder's answer, not silence: its own timer
+	 * sends again, and the retries are not spent on it.
+	 */
+	if (qp->req.rnr_wait) {
+		sroce_comp_arm_retry(qp);
+		return;
+	}
 	if (time_before(jiffies, qp->req.deadline)) {
 		mod_timer(&qp->retry_timer, qp->req.deadline);
 		return;
@@ -528,6 +536,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	else
 		sroce_comp_acked(qp, (SROCE_PKT(skb)->psn + 1) &
 				 SROCE_PSN_MASK);
+	/*
+	 * The timer measures the responder's silence: any answer in the
+	 * window, even one past a gap, shows it at work. A slow responder
+	 * (a debug kernel: 3.5 ms a packet) still answering the READs sent
+	 * before a go-back must not run the requester out of retries while
+	 * the READ asked again waits behind them. Retries start over only
+	 * on progress (sroce_comp_progress()).
+	 */
+	sroce_comp_arm_retry(qp);
 
 	switch (SROCE_OP_BASE(opcode)) {
 	case SROCE_RC_ACK:
