@@ -43,7 +43,7 @@ host_test "make install/uninstall layout" install_layout
 # passes when it passed on every VM that ran it; each VM's kernel log
 # verdict counts too.
 pair_suite() { # NAME KIND_B SCRIPT...
-	local name=$1 kb=$2 out=$repo/build/pair-$1 line t
+	local name=$1 kb=$2 out=$repo/build/pair-$1 line t start=$SECONDS
 	shift 2
 	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
 	mkdir -p "$repo/build"
@@ -83,6 +83,7 @@ pair_suite() { # NAME KIND_B SCRIPT...
 	done
 	[ ${#verdict[@]} -gt 0 ] || { echo "FAIL pair $name: no step ran"
 		host_fail=$((host_fail + 1)); }
+	echo "time: pair $name $((SECONDS - start)) s"
 }
 pair_suite sroce-sroce sroce interop loss hostile faults
 pair_suite sroce-rxe rxe interop loss
@@ -92,8 +93,10 @@ scripts/rdma-core-tests.sh prepare
 
 out=$repo/build/test-run
 rm -rf "$out"
+start=$SECONDS
 scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
 vmrc=$?
+echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
 
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" 2>/dev/null | tail -n 1)
 pass=$(echo "$summary" | awk '{print $1}')
