@@ -1338,13 +1338,7 @@ int main(int argc, char **argv)
 {
 	Pair p;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: sroce-badargs DEV TEST\nTEST is one "
-			"of:");
-		for (const Test &x : tests)
-			fprintf(stderr, " %s", x.name);
-		fputc('\n', stderr);
-		return 2;
-	}
+	if (argc != 3)
+		return usage("sroce-badargs DEV TEST", tests);
 	return run_test(argv[1], argv[2], p, { tests });
 }

@@ -1108,14 +1108,8 @@ int main(int argc, char **argv)
 {
 	int ret = 0;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: sroce-odpchurn DEV TEST|all\nTEST is "
-			"one of:");
-		for (const Test &x : tests)
-			fprintf(stderr, " %s", x.name);
-		fputc('\n', stderr);
-		return 2;
-	}
+	if (argc != 3)
+		return usage("sroce-odpchurn DEV TEST|all", tests);
 	if (std::string_view(argv[2]) != "all") {
 		Pair p;
 

@@ -268,6 +268,17 @@ extern const std::span<const Test> harden_tests;
 // Run the test called @name from @tables on a pair set up on device @dev
 // (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
 // 2 for a name no table has (or a test not for UC on UC).
+// A checker's usage line @what, then the tests it has, on stderr.
+// Return: 2, its exit code.
+inline int usage(const char *what, std::span<const Test> tests)
+{
+	fprintf(stderr, "usage: %s\nTEST is one of:", what);
+	for (const Test &x : tests)
+		fprintf(stderr, " %s", x.name);
+	fputc('\n', stderr);
+	return 2;
+}
+
 inline int run_test(const char *dev, std::string_view name, Pair &p,
 		    std::initializer_list<std::span<const Test>> tables)
 {
