@@ -293,31 +293,6 @@ void t_rnr_retry(Pair &p)
 	CHECK(same(p.a, 0, p.b, 0, 500), "data differs");
 }
 
-// A UD QP of side @s, in RTS, with Q_Key 0x1234.
-ibv_qp *ud_qp(Side &s)
-{
-	ibv_qp_init_attr ia{};
-	ia.send_cq = ia.recv_cq = s.cq;
-	ia.qp_type = IBV_QPT_UD;
-	ia.cap = { 16, 16, 1, 1, 0 };
-	ibv_qp *qp = ibv_create_qp(s.pd, &ia);
-	if (!qp)
-		return nullptr;
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = 0x1234;
-	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						IBV_QP_PORT | IBV_QP_QKEY);
-	a.qp_state = IBV_QPS_RTR;
-	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE);
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	CHECK(ret == 0, "UD QP to RTS: %s", strerror(ret));
-	return qp;
-}
-
 // UD multicast: a member receives (with the GRH), a non-member and a
 // detached QP do not; connected QPs cannot attach.
 void t_mcast(Pair &p)

@@ -7,6 +7,8 @@
 #include "xfer.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -303,6 +305,238 @@ void t_qpn_random(Pair &p)
 		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
 }
 
+// Binds that fail their checks must not count on the MR they name, not
+// even for a moment: another PD's QP keeps binding its window to b's MR,
+// named by its lkey as another process would (libibverbs refuses an ibv_mr
+// of another PD itself; the kernel sees only the key), while b
+// re-registers that MR. The kernel refuses each bind (IBV_WC_MW_BIND_ERR;
+// the QP goes to error and is reconnected for the next), and not one of
+// b's calls may fail with EBUSY.
+void t_bind_other_pd(Pair &p)
+{
+	const int base = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND;
+	std::vector<uint8_t> buf(65536);
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, buf.data(), buf.size(),
+				base | IBV_ACCESS_REMOTE_WRITE);
+	ibv_mw *mw = ibv_alloc_mw(p.a.pd, IBV_MW_TYPE_1);
+	CHECK(mr && mw, "reg MR, alloc MW: %s", strerror(errno));
+	if (!mr || !mw)
+		return;
+
+	ibv_mr forged = *mr;
+	forged.pd = p.a.pd;
+	std::atomic<bool> stop{false};
+	std::atomic<long> refused{0}, other{0};
+	std::thread binder([&] {
+		while (!stop) {
+			ibv_mw_bind b{};
+			b.wr_id = 1;
+			b.send_flags = IBV_SEND_SIGNALED;
+			b.bind_info = { &forged, uintptr_t(buf.data()), 4096,
+					IBV_ACCESS_REMOTE_WRITE };
+			ibv_wc wc{};
+			int n = 0;
+			if (ibv_bind_mw(p.a.qp, mw, &b) == 0)
+				for (int i = 0; i < 100000 && !n; i++)
+					n = ibv_poll_cq(p.a.cq, 1, &wc);
+			if (n == 1 && wc.status == IBV_WC_MW_BIND_ERR)
+				refused++;
+			else
+				other++;
+			ibv_qp_attr reset{};
+			reset.qp_state = IBV_QPS_RESET;
+			if (ibv_modify_qp(p.a.qp, &reset, IBV_QP_STATE) ||
+			    !connect(p, p.a, p.b) || other > 10)
+				break;
+		}
+	});
+	long ebusy = 0, failed = 0, done = 0;
+	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+	while (std::chrono::steady_clock::now() < end && refused < 1000) {
+		int access = base | (done & 1 ? IBV_ACCESS_REMOTE_READ
+					       : IBV_ACCESS_REMOTE_WRITE);
+		if (ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr,
+				 nullptr, 0, access) == 0)
+			done++;
+		else if (errno == EBUSY)
+			ebusy++;
+		else
+			failed++;
+	}
+	stop = true;
+	binder.join();
+	CHECK(refused >= 50, "only %ld binds refused in 3 s (%ld otherwise): "
+	      "the test proves nothing", long(refused), long(other));
+	CHECK(!other, "%ld binds of another PD's MR not refused with "
+	      "MW_BIND_ERR", long(other));
+	CHECK(!ebusy && !failed, "%ld of the owner's rereg calls failed with "
+	      "EBUSY while another PD's binds were refused (%ld otherwise, "
+	      "%ld done)", ebusy, failed, done);
+	printf("    %ld binds refused, %ld rereg done\n", long(refused), done);
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR: %s", strerror(errno));
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+}
+
+// UD packets keep arriving at a QP while it is destroyed: the receiving
+// side queues each packet on its QP and then schedules the QP's work, and
+// must hold the QP across both. 200 rounds: b makes a UD QP on a CQ of its
+// own and posts 8 receives, a posts 16 SENDs at it, and b destroys the QP
+// (then its CQ) while they arrive. Every SEND completes successfully (UD
+// does not know who received), every QP and CQ goes away without error,
+// and receives did complete (packets reached the QPs).
+void t_destroy_under_rx(Pair &p)
+{
+	ibv_qp *tx = ud_qp(p.a);
+	ibv_ah_attr aa{};
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	ibv_query_gid(p.ctx, 1, 1, &aa.grh.dgid);
+	ibv_ah *ah = ibv_create_ah(p.a.pd, &aa);
+	CHECK(tx && ah, "UD QP and AH: %s", strerror(errno));
+	if (!tx || !ah)
+		return;
+	long received = 0;
+	for (int r = 0; r < 200 && !failures; r++) {
+		ibv_cq *cq = ibv_create_cq(p.ctx, 32, nullptr, nullptr, 0);
+		ibv_qp *rx = cq ? ud_qp(p.b, cq) : nullptr;
+		CHECK(rx, "round %d: UD QP: %s", r, strerror(errno));
+		if (!rx) {
+			if (cq)
+				ibv_destroy_cq(cq);
+			break;
+		}
+		for (int i = 0; i < 8; i++) {
+			ibv_sge sge = { remote(p.b, i * 512), 512, p.b.mr->lkey };
+			ibv_recv_wr wr{}, *bad;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			CHECK(ibv_post_recv(rx, &wr, &bad) == 0, "post_recv");
+		}
+		for (int i = 0; i < 16; i++) {
+			ibv_sge sge = { remote(p.a, 0), 256, p.a.mr->lkey };
+			ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, i), *bad;
+			wr.wr.ud.ah = ah;
+			wr.wr.ud.remote_qpn = rx->qp_num;
+			wr.wr.ud.remote_qkey = 0x1234;
+			CHECK(ibv_post_send(tx, &wr, &bad) == 0, "post SEND");
+		}
+		CHECK(ibv_destroy_qp(rx) == 0, "round %d: destroy the QP "
+		      "under traffic: %s", r, strerror(errno));
+		ibv_wc wc[32];
+		int n = ibv_poll_cq(cq, 32, wc);
+		received += std::max(n, 0);
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+		for (int i = 0; i < 16; i++) {
+			ibv_wc wc{};
+			if (!poll_one(p.a, wc))
+				break;
+			CHECK(wc.wr_id == uint64_t(i) &&
+				      wc.status == IBV_WC_SUCCESS &&
+				      wc.qp_num == tx->qp_num,
+			      "round %d: SEND completion wr_id %llu status "
+			      "%s, expected %d", r,
+			      (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status), i);
+		}
+	}
+	CHECK(received > 0, "no receive completed in 200 rounds: no packet "
+	      "reached a QP, the test proves nothing");
+	CHECK(ibv_destroy_qp(tx) == 0 && ibv_destroy_ah(ah) == 0,
+	      "destroy the sender");
+}
+
+// A type 1 window moved by binds between two ranges of b's MR, X and Y,
+// gets a new key each time, and a key is only ever good for the range it
+// was bound with. a keeps WRITEing at Y with the last key b bound over X
+// while b moves the window back and forth (through a second QP, so that
+// the binds run while b's first QP takes the WRITEs): a key checked must
+// be the key of the map used, so not one byte lands in Y. UC: the refused
+// WRITEs are dropped and the connection stays up.
+void t_stale_window_key(Pair &p)
+{
+	if (p.type != IBV_QPT_UC) {
+		CHECK(false, "a UC test: on RC each refused WRITE breaks the "
+		      "connection");
+		return;
+	}
+	const size_t x = 0, y = 32768, span = 4096;
+	std::vector<uint8_t> buf(65536);
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, buf.data(), buf.size(),
+				IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_WRITE |
+					IBV_ACCESS_MW_BIND);
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	Side binder;
+	binder.pd = p.b.pd;
+	binder.cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
+	binder.mr = p.b.mr;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = binder.cq;
+	ia.qp_type = IBV_QPT_UC;
+	ia.cap = { 4, 1, 1, 1, 0 };
+	binder.qp = binder.cq ? ibv_create_qp(p.b.pd, &ia) : nullptr;
+	CHECK(mr && mw && binder.qp, "reg MR, alloc MW, binding QP: %s",
+	      strerror(errno));
+	if (!mr || !mw || !binder.qp || !connect(p, binder, p.a))
+		return;
+	auto bind = [&](size_t at, uint64_t id) {
+		ibv_mw_bind b{};
+		b.wr_id = id;
+		b.send_flags = IBV_SEND_SIGNALED;
+		b.bind_info = { mr, uintptr_t(&buf[at]), span,
+				IBV_ACCESS_REMOTE_WRITE };
+		ibv_wc wc{};
+		return ibv_bind_mw(binder.qp, mw, &b) == 0 &&
+		       poll_one(binder, wc) && wc.status == IBV_WC_SUCCESS;
+	};
+
+	std::atomic<uint32_t> xkey{0};
+	std::atomic<bool> stop{false};
+	std::atomic<long> writes{0}, bad{0};
+	fill(p.a, 0, 64, 0x77);
+	std::thread writer([&] {
+		for (uint64_t i = 0; !stop; i++) {
+			uint32_t key = xkey;
+			ibv_wc wc{};
+			if (post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, i,
+				      uintptr_t(&buf[y + (i % 64) * 64]),
+				      key) ||
+			    !poll_one(p.a, wc) || wc.status != IBV_WC_SUCCESS) {
+				bad++;
+				break;
+			}
+			writes++;
+		}
+	});
+	int binds = 0;
+	for (; binds < 1000 && !bad; binds += 2) {
+		if (!bind(x, binds))
+			break;
+		xkey = mw->rkey;
+		// WRITEs with the new key arrive while it is current, some
+		// just before the next bind replaces it.
+		usleep(binds % 7 * 50);
+		if (!bind(y, binds + 1))
+			break;
+	}
+	stop = true;
+	writer.join();
+	CHECK(binds == 1000, "bind %d failed", binds);
+	CHECK(!bad, "a UC WRITE did not complete");
+	CHECK(writes > 100, "only %ld WRITEs during 1000 binds: the test "
+	      "proves nothing", long(writes));
+	size_t landed = std::count_if(buf.begin() + y, buf.begin() + y + span,
+				      [](uint8_t c) { return c != 0; });
+	CHECK(!landed, "%zu bytes landed in Y through keys bound over X only",
+	      landed);
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
+	CHECK(ibv_destroy_qp(binder.qp) == 0 && ibv_destroy_cq(binder.cq) == 0,
+	      "destroy the binding QP");
+}
+
 // The memory the kernel could still give, in KiB.
 long mem_available_kb()
 {
@@ -444,6 +678,9 @@ const Test tests[] = {
 	{ "srq_flush_taken", t_srq_flush_taken, nullptr, false },
 	{ "uc_bad_rkey", t_uc_bad_rkey, nullptr, true },
 	{ "qpn_random", t_qpn_random, nullptr, false },
+	{ "bind_other_pd", t_bind_other_pd, nullptr, false },
+	{ "destroy_under_rx", t_destroy_under_rx, nullptr, false },
+	{ "stale_window_key", t_stale_window_key, nullptr, true },
 	{ "implicit_bound", t_implicit_bound, nullptr, false },
 	{ "explicit_bound", t_explicit_bound, nullptr, false },
 };
