@@ -1058,32 +1058,16 @@ void t_bind_ud_qp(Pair &p)
 {
 	ibv_mr *mr = window_mr(p, kBindable);
 	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
-	ibv_qp_init_attr ia{};
-	ia.send_cq = ia.recv_cq = p.b.cq;
-	ia.qp_type = IBV_QPT_UD;
-	ia.cap = { 4, 4, 1, 1, 0 };
-	ibv_qp *ud = ibv_create_qp(p.b.pd, &ia);
+	ibv_qp *ud = ud_qp(p.b);
 	CHECK(mw && ud, "alloc MW and UD QP: %s", strerror(errno));
 	if (!mr || !mw || !ud)
 		return;
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qkey = 0x11111111;
-	int ret = ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						IBV_QP_PORT | IBV_QP_QKEY);
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	ret = ret ?: ibv_modify_qp(ud, &a, IBV_QP_STATE);
-	a.qp_state = IBV_QPS_RTS;
-	ret = ret ?: ibv_modify_qp(ud, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-	CHECK(ret == 0, "UD QP to RTS: %s", strerror(ret));
 	ibv_mw_bind b{};
 	b.wr_id = 5;
 	b.send_flags = IBV_SEND_SIGNALED;
 	b.bind_info = { mr, uintptr_t(win(p)), 4096, IBV_ACCESS_REMOTE_WRITE };
 	uint32_t old = mw->rkey;
-	ret = ibv_bind_mw(ud, mw, &b);
+	int ret = ibv_bind_mw(ud, mw, &b);
 	CHECK(ret == EINVAL && mw->rkey == old, "bind on a UD QP: %d (%s), "
 	      "rkey 0x%x -> 0x%x", ret, strerror(ret), old, mw->rkey);
 	usleep(20000);
