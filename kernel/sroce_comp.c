@@ -274,6 +274,16 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 		sroce_comp_arm_retry(qp);
 		return;
 	}
+	/*
+	 * Nor is it silence while packets wait in the receive queue: a
+	 * requester slower than its responder (a debug kernel copying READ
+	 * responses) takes them first, and each answer in the window among
+	 * them moves the deadline.
+	 */
+	if (!skb_queue_empty_lockless(&qp->rx_queue)) {
+		sroce_comp_arm_retry(qp);
+		return;
+	}
 	if (time_before(jiffies, qp->req.deadline)) {
 		mod_timer(&qp->retry_timer, qp->req.deadline);
 		return;
