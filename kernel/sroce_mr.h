@@ -218,6 +218,12 @@ struct sroce_bind {
 	u64 length;
 };
 
+/* Implicit ODP: the whole address space, seen at its own addresses. */
+static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
+{
+	return (access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX;
+}
+
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
@@ -256,5 +262,14 @@ int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
+
+/* sroce_odp.c */
+struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
+				u64 length, int access);
+void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
+		     struct ib_umem_odp **locked);
+void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
+int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem);
 
 #endif /* SROCE_MR_H */
