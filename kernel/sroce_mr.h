@@ -254,6 +254,10 @@ int sroce_dealloc_mw(struct ib_mw *ibmw);
 int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		  const struct sroce_bind *b);
 void sroce_map_put(struct sroce_map *map);
+struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
+				  int access, u64 iova, u64 length,
+				  struct sroce_pin *pin, u32 npages);
+void sroce_pin_put(struct sroce_pin *pin);
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
