@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
 
 static void sroce_map_release(struct kref *ref)
 {
@@ -28,6 +29,19 @@ static void sroce_map_release(struct kref *ref)
 void sroce_map_put(struct sroce_map *map)
 {
 	kref_put(&map->ref, sroce_map_release);
+}
+
+/**
+ * sroce_map_id - a map's identity, unique among the maps ever made
+ * @map: a map from sroce_mem_get()
+ *
+ * A message of several packets, which looks its key up for each, compares
+ * the identity of the map each packet found with its first packet's.
+ * Return: the identity (struct sroce_map.id).
+ */
+u64 sroce_map_id(const struct sroce_map *map)
+{
+	return map->id;
 }
 
 /* Map identities (struct sroce_map.id), never reused. */

@@ -21,6 +21,7 @@
 #include <linux/slab.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
 
 static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 {

@@ -15,6 +15,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
 
 /*
  * The CPU's page tables changed under an ODP range: forget the pages, so

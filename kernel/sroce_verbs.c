@@ -15,6 +15,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
 
 static int sroce_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
