@@ -19,6 +19,20 @@
 
 struct sroce_dev;
 
+/*
+ * On-demand paging (IB_ACCESS_ON_DEMAND, sroce_odp.c) is built only when
+ * the kernel has it (Kbuild tests the same condition); SROCE_TEST_NO_ODP
+ * (make SROCE_NO_ODP=1) builds as if it had not, to check that ODP stays
+ * optional. The code asks SROCE_ODP only: without it the device does not
+ * offer ODP (so ib_core refuses ODP registrations), the stubs below fail,
+ * and no map has an ODP pin.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING) && !defined(SROCE_TEST_NO_ODP)
+#define SROCE_ODP 1
+#else
+#define SROCE_ODP 0
+#endif
+
 /* Keys: a 24-bit index into the device's memory table, then an 8-bit tag. */
 #define SROCE_KEY_TAG_BITS	8
 #define SROCE_KEY_INDEX_MAX	((1U << (32 - SROCE_KEY_TAG_BITS)) - 1)
@@ -250,6 +264,7 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			u32 key);
 
 /* sroce_odp.c */
+#if SROCE_ODP
 struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 				u64 length, int access);
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
@@ -260,5 +275,43 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
+#else
+/*
+ * Without ODP, registration and advice fail; no pin is an ODP range, so
+ * the copy paths never call the others.
+ */
+static inline struct sroce_pin *sroce_odp_get(struct ib_device *ibdev,
+					      u64 start, u64 length,
+					      int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
+				   bool write, struct ib_umem_odp **locked)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void sroce_odp_unlock(struct sroce_map *map,
+				    struct ib_umem_odp *odp)
+{
+}
+
+static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
+				 u64 len, bool to_mem)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int sroce_advise_mr(struct ib_pd *pd,
+				  enum ib_uverbs_advise_mr_advice advice,
+				  u32 flags, struct ib_sge *sg_list,
+				  u32 num_sge,
+				  struct uverbs_attr_bundle *attrs)
+{
+	return -EOPNOTSUPP;
+}
+#endif /* SROCE_ODP */
 
 #endif /* SROCE_MEM_H */
