@@ -21,7 +21,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce_hdr.h"
-#include "sroce_mr.h"
+#include "sroce_mem_api.h"
 #include "sroce_queue.h"
 
 #define SROCE_PORT		1

@@ -19,6 +19,7 @@
 #include <linux/slab.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
 
 static struct sroce_mw *to_smw(struct ib_mw *ibmw)
 {

@@ -173,7 +173,7 @@ static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 
 	if (IS_ERR(map))
 		return NULL;
-	if (map->id != map_id) {
+	if (sroce_map_id(map) != map_id) {
 		sroce_map_put(map);
 		return NULL;
 	}
@@ -378,7 +378,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 						IB_ACCESS_REMOTE_WRITE);
 			if (IS_ERR(map))
 				return SROCE_RESP_NAK_ACCESS;
-			r->map_id = map->id;
+			r->map_id = sroce_map_id(map);
 			sroce_map_put(map);
 		}
 	}
@@ -554,7 +554,7 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 					IB_ACCESS_REMOTE_READ);
 		if (IS_ERR(map))
 			return SROCE_RESP_NAK_ACCESS;
-		map_id = map->id;
+		map_id = sroce_map_id(map);
 		sroce_map_put(map);
 	}
 	if (!dup) {

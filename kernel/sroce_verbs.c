@@ -15,6 +15,33 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_mem.h"
+
+/* What query_device reports when ODP is built (SROCE_ODP). */
+static void sroce_query_odp(struct ib_device_attr *attr)
+{
+	attr->kernel_cap_flags |= IBK_ON_DEMAND_PAGING;
+	/*
+	 * ODP MRs, explicit ranges and the implicit whole address space, for
+	 * everything the engine reads or writes: each access goes through
+	 * sroce_map_copy(), which faults the pages in.
+	 */
+	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
+	attr->odp_caps.per_transport_caps.rc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
+		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.uc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.ud_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
+		IB_ODP_SUPPORT_SRQ_RECV;
+	attr->odp_caps.per_transport_caps.xrc_odp_caps =
+		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_WRITE |
+		IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC |
+		IB_ODP_SUPPORT_SRQ_RECV;
+}
 
 static int sroce_query_device(struct ib_device *ibdev,
 			      struct ib_device_attr *attr,
@@ -65,27 +92,9 @@ static int sroce_query_device(struct ib_device *ibdev,
 				 IB_DEVICE_MEM_WINDOW_TYPE_2B;
 	attr->max_mw = SROCE_MAX_MW;
 	attr->max_fast_reg_page_list_len = SROCE_MAX_FAST_REG_PAGES;
-	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG | IBK_ON_DEMAND_PAGING;
-	/*
-	 * ODP MRs, explicit ranges and the implicit whole address space, for
-	 * everything the engine reads or writes: each access goes through
-	 * sroce_map_copy(), which faults the pages in.
-	 */
-	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
-	attr->odp_caps.per_transport_caps.rc_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
-		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_READ |
-		IB_ODP_SUPPORT_ATOMIC | IB_ODP_SUPPORT_SRQ_RECV;
-	attr->odp_caps.per_transport_caps.uc_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
-		IB_ODP_SUPPORT_WRITE | IB_ODP_SUPPORT_SRQ_RECV;
-	attr->odp_caps.per_transport_caps.ud_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_RECV |
-		IB_ODP_SUPPORT_SRQ_RECV;
-	attr->odp_caps.per_transport_caps.xrc_odp_caps =
-		IB_ODP_SUPPORT_SEND | IB_ODP_SUPPORT_WRITE |
-		IB_ODP_SUPPORT_READ | IB_ODP_SUPPORT_ATOMIC |
-		IB_ODP_SUPPORT_SRQ_RECV;
+	attr->kernel_cap_flags = IBK_ALLOW_USER_UNREG;
+	if (SROCE_ODP)
+		sroce_query_odp(attr);
 	return 0;
 }
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * sroce: memory objects (MRs, and later windows) and their translations.
+ * sroce: memory objects (MRs and windows) and their translations, private
+ * to the memory files: sroce_mem.c, sroce_mr.c, sroce_odp.c, sroce_mw.c.
+ * sroce_verbs.c includes it too, for the device ops: the memory verbs,
+ * struct sroce_mw's size, and what query_device reports of memory. The
+ * rest of the driver sees sroce_mem_api.h.
  * See "Memory keys and translation" in Documentation/sroce.md.
  */
-#ifndef SROCE_MR_H
-#define SROCE_MR_H
+#ifndef SROCE_MEM_H
+#define SROCE_MEM_H
 
 #include <linux/kref.h>
 #include <linux/mutex.h>
@@ -14,6 +18,20 @@
 #include <rdma/ib_verbs.h>
 
 struct sroce_dev;
+
+/*
+ * On-demand paging (IB_ACCESS_ON_DEMAND, sroce_odp.c) is built only when
+ * the kernel has it (Kbuild tests the same condition); SROCE_TEST_NO_ODP
+ * (make SROCE_NO_ODP=1) builds as if it had not, to check that ODP stays
+ * optional. The code asks SROCE_ODP only: without it the device does not
+ * offer ODP (so ib_core refuses ODP registrations), the stubs below fail,
+ * and no map has an ODP pin.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING) && !defined(SROCE_TEST_NO_ODP)
+#define SROCE_ODP 1
+#else
+#define SROCE_ODP 0
+#endif
 
 /* Keys: a 24-bit index into the device's memory table, then an 8-bit tag. */
 #define SROCE_KEY_TAG_BITS	8
@@ -208,16 +226,21 @@ struct sroce_mw {
 	struct sroce_mw_ent *ent;
 };
 
-/* A window bind, as a send WQE carries it. */
-struct sroce_bind {
-	u32 mw_key;	/* a key of the window (its index counts) */
-	u32 new_key;	/* same index, the consumer's new tag */
-	u32 mr_lkey;
-	int access;	/* remote access bits, IB_ZERO_BASED */
-	u64 addr;
-	u64 length;
-};
+/* Implicit ODP: the whole address space, seen at its own addresses. */
+static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
+{
+	return (access & IB_ACCESS_ON_DEMAND) && !start && length == U64_MAX;
+}
 
+/* sroce_mem.c */
+struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
+				  int access, u64 iova, u64 length,
+				  struct sroce_pin *pin, u32 npages);
+struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
+				   struct ib_pd *pd, int access, u64 iova,
+				   u64 addr, u64 length);
+
+/* sroce_mr.c */
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
@@ -228,33 +251,67 @@ struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg);
 int sroce_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
-int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
-		      struct ib_mr *ibmr, u32 key, int access);
-int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
-			u32 key);
 int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
-struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
-				u32 qpn, u32 key, u64 va, u64 len, int access);
-struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
-				   struct ib_pd *pd, int access, u64 iova,
-				   u64 addr, u64 length);
 struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 lkey, u64 addr, u64 length,
 				    struct sroce_mr **mrp);
-int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
-			u32 key);
+void sroce_pin_put(struct sroce_pin *pin);
+
+/* sroce_mw.c */
 int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int sroce_dealloc_mw(struct ib_mw *ibmw);
-int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
-		  const struct sroce_bind *b);
-void sroce_map_put(struct sroce_map *map);
-int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key);
+
+/* sroce_odp.c */
+#if SROCE_ODP
+struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
+				u64 length, int access);
+void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
+		     struct ib_umem_odp **locked);
+void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
+int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
-int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
-		     u64 swap, bool cmp_swap, u64 *orig);
-int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
+#else
+/*
+ * Without ODP, registration and advice fail; no pin is an ODP range, so
+ * the copy paths never call the others.
+ */
+static inline struct sroce_pin *sroce_odp_get(struct ib_device *ibdev,
+					      u64 start, u64 length,
+					      int access)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
 
-#endif /* SROCE_MR_H */
+static inline void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
+				   bool write, struct ib_umem_odp **locked)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void sroce_odp_unlock(struct sroce_map *map,
+				    struct ib_umem_odp *odp)
+{
+}
+
+static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
+				 u64 len, bool to_mem)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int sroce_advise_mr(struct ib_pd *pd,
+				  enum ib_uverbs_advise_mr_advice advice,
+				  u32 flags, struct ib_sge *sg_list,
+				  u32 num_sge,
+				  struct uverbs_attr_bundle *attrs)
+{
+	return -EOPNOTSUPP;
+}
+#endif /* SROCE_ODP */
+
+#endif /* SROCE_MEM_H */

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: access to memory through its keys.
+ *
+ * Every lkey and rkey, an MR's or a window's, is resolved by
+ * sroce_mem_get() into the key's current struct sroce_map, with a
+ * reference; the access then copies (sroce_map_copy()) or does its atomic
+ * (sroce_map_atomic(), sroce_map_atomic_write()) through that one map and
+ * drops it (sroce_map_put()). Maps never change once published: MRs
+ * (sroce_mr.c) and windows (sroce_mw.c) replace theirs as a whole. An ODP
+ * map's pages are faulted in as the access goes (sroce_odp.c).
+ */
+#include <linux/highmem.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+
+#include "sroce.h"
+#include "sroce_mem.h"
+
+static void sroce_map_release(struct kref *ref)
+{
+	struct sroce_map *map = container_of(ref, struct sroce_map, ref);
+
+	sroce_pin_put(map->pin);
+	kfree_rcu(map, rcu);
+}
+
+/* Drop a reference from sroce_mem_get(); process context. */
+void sroce_map_put(struct sroce_map *map)
+{
+	kref_put(&map->ref, sroce_map_release);
+}
+
+/**
+ * sroce_map_id - a map's identity, unique among the maps ever made
+ * @map: a map from sroce_mem_get()
+ *
+ * A message of several packets, which looks its key up for each, compares
+ * the identity of the map each packet found with its first packet's.
+ * Return: the identity (struct sroce_map.id).
+ */
+u64 sroce_map_id(const struct sroce_map *map)
+{
+	return map->id;
+}
+
+/* Map identities (struct sroce_map.id), never reused. */
+static atomic64_t sroce_map_ids = ATOMIC64_INIT(0);
+
+/**
+ * sroce_map_alloc - a new map, with one reference (the caller's)
+ * @type: what its addresses are
+ * @pd: the PD its key will be valid in
+ * @access: IB_ACCESS_* it grants
+ * @iova: its first byte's address (and its base)
+ * @length: its bytes
+ * @pin: SROCE_MAP_USER: the pages; on success the map owns the caller's
+ *       reference
+ * @npages: SROCE_MAP_FAST: room for this many page addresses, else 0
+ *
+ * A map with room for @npages page addresses (SROCE_MAP_FAST). Its key is
+ * 0 until the caller sets it, before it publishes the map.
+ * Return: the map, or NULL.
+ */
+struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
+				  int access, u64 iova, u64 length,
+				  struct sroce_pin *pin, u32 npages)
+{
+	struct sroce_map *map;
+
+	map = kzalloc(struct_size(map, pages, npages), GFP_KERNEL);
+	if (!map)
+		return NULL;
+	kref_init(&map->ref);
+	map->id = atomic64_inc_return(&sroce_map_ids);
+	map->type = type;
+	map->pd = pd;
+	map->access = access;
+	map->iova = iova;
+	map->length = length;
+	map->base = iova;
+	map->pin = pin;
+	return map;
+}
+
+/**
+ * sroce_map_window - a window's view of part of an MR's map
+ * @mr_map: the MR's user map, covering [addr, addr + length)
+ * @pd: the window's PD
+ * @access: what the window grants
+ * @iova: where the window's first byte is seen (0 when zero-based)
+ * @addr: where in the MR's address space the window starts
+ * @length: bytes
+ *
+ * Return: the map, sharing the MR's pinned pages, or NULL.
+ */
+struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
+				   struct ib_pd *pd, int access, u64 iova,
+				   u64 addr, u64 length)
+{
+	struct sroce_map *map;
+
+	map = sroce_map_alloc(SROCE_MAP_USER, pd, access, iova, length,
+			      mr_map->pin, 0);
+	if (!map)
+		return NULL;
+	kref_get(&mr_map->pin->ref);
+	map->base = iova - addr + mr_map->base;
+	return map;
+}
+
+/*
+ * Windows are for remote access only (not lkeys), and a type 2 window only
+ * through the QP it was bound by.
+ */
+static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
+{
+	struct sroce_mw_ent *ent;
+	u32 bound;
+
+	if (mem->kind != SROCE_MEM_MW)
+		return true;
+	ent = container_of(mem, struct sroce_mw_ent, mem);
+	bound = READ_ONCE(ent->qpn);
+	return qpn && (!bound || bound == qpn);
+}
+
+/**
+ * sroce_mem_get - resolve a key for an access; every lkey and rkey goes here
+ * @sdev: the device
+ * @pd: the PD the access is made in
+ * @qpn: for an rkey, the QP the request came in through; 0 for an lkey
+ * @key: the lkey or rkey
+ * @va: the first byte accessed
+ * @len: bytes accessed (0 checks only the key, PD and access)
+ * @access: IB_ACCESS_* bits that must *all* be granted (0: local read)
+ *
+ * Return: the key's current map with a reference held (sroce_map_put() it):
+ * everything the access then does goes through that one map. Or
+ * ERR_PTR(-ENOENT) for a key that names no valid MR (wrong tag, freed),
+ * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
+ * outside the MR (computed without overflow).
+ */
+struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				u32 qpn, u32 key, u64 va, u64 len, int access)
+{
+	struct sroce_map *map = NULL;
+	struct sroce_mem *mem;
+	u64 last, map_last;
+	int err;
+
+	rcu_read_lock();
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	/* acquire: pairs with the release that made a registration valid */
+	if (mem && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
+	    READ_ONCE(mem->key) == key && sroce_mem_reachable(mem, qpn)) {
+		map = rcu_dereference(mem->map);
+		if (map && !kref_get_unless_zero(&map->ref))
+			map = NULL;
+		/*
+		 * Counted as a user before the state is read again: a
+		 * deregistration either waits for this access or makes it
+		 * fail here (it writes the state, then counts users). And a
+		 * map is only good for the key it was published under.
+		 */
+		smp_mb__after_atomic();
+		if (map && (READ_ONCE(mem->state) != SROCE_MEM_VALID ||
+			    map->key != key)) {
+			rcu_read_unlock();
+			sroce_map_put(map);
+			return ERR_PTR(-ENOENT);
+		}
+	}
+	rcu_read_unlock();
+	if (!map)
+		return ERR_PTR(-ENOENT);
+
+	err = -EPERM;
+	if (map->pd != pd)
+		goto err_put;
+	err = -EACCES;
+	if ((map->access & access) != access)
+		goto err_put;
+	/* Inclusive ends, so that a range may end at 2^64 - 1. */
+	err = -ERANGE;
+	if (len && check_add_overflow(va, len - 1, &last))
+		goto err_put;
+	if (map->type == SROCE_MAP_DMA)
+		return map;
+	if (len && (!map->length ||
+		    check_add_overflow(map->iova, map->length - 1, &map_last) ||
+		    va < map->iova || last > map_last))
+		goto err_put;
+	return map;
+
+err_put:
+	sroce_map_put(map);
+	return ERR_PTR(err);
+}
+
+/* A fast registration's pages are kernel memory, page_size each. */
+static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+			    bool to_mem)
+{
+	u64 psize = 1ULL << map->page_shift;
+	u64 off = va - map->iova + map->first_offset;
+
+	while (len) {
+		u64 in_page = off & (psize - 1);
+		u64 n = min(len, psize - in_page);
+		void *addr = (void *)(uintptr_t)
+			(map->pages[off >> map->page_shift] + in_page);
+
+		if (to_mem)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+}
+
+/**
+ * sroce_map_copy - copy between a buffer and the memory a map translates
+ * @map: a map from sroce_mem_get() whose range covers [va, va + len)
+ * @va: the MR address
+ * @buf: kernel buffer
+ * @len: bytes
+ * @to_mem: copy @buf into the memory (else the memory into @buf)
+ *
+ * May sleep (an ODP MR's pages are faulted in).
+ * Return: 0, or -EFAULT when an ODP MR's memory cannot be had (nothing
+ * mapped there, or not writable for a write); some bytes may be copied.
+ */
+int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem)
+{
+	struct sroce_pin *pin = map->pin;
+	u64 off;
+
+	if (map->type == SROCE_MAP_DMA) {
+		void *addr = (void *)(uintptr_t)va;
+
+		if (to_mem)
+			memcpy(addr, buf, len);
+		else
+			memcpy(buf, addr, len);
+		return 0;
+	}
+	if (map->type == SROCE_MAP_FAST) {
+		sroce_fast_copy(map, va, buf, len, to_mem);
+		return 0;
+	}
+	if (pin->odp)
+		return sroce_odp_copy(map, va, buf, len, to_mem);
+
+	off = va - map->base + pin->offset;
+	while (len) {
+		struct page *page = pin->pages[off >> PAGE_SHIFT];
+		unsigned int in_page = offset_in_page(off);
+		unsigned int n = min_t(u64, len, PAGE_SIZE - in_page);
+		void *addr = kmap_local_page(page);
+
+		if (to_mem)
+			memcpy(addr + in_page, buf, n);
+		else
+			memcpy(buf, addr + in_page, n);
+		kunmap_local(addr);
+		buf += n;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Serialises every atomic (and atomic write) of the machine's sroce devices. */
+static DEFINE_SPINLOCK(sroce_atomic_lock);
+
+/*
+ * The 8 aligned bytes at @va: read into @old (if not NULL), then @op
+ * computes what to store (if @op is NULL, *@new is stored as is).
+ */
+static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
+			 u64 (*op)(u64 old, u64 a, u64 b), u64 a, u64 b,
+			 const u64 *new)
+{
+	bool odp = map->type == SROCE_MAP_USER && map->pin->odp;
+	struct ib_umem_odp *locked = NULL;
+	void *addr = NULL;
+	u64 orig = 0, val;
+
+	/* ODP: the page is faulted in and held before the spinlock. */
+	if (odp) {
+		addr = sroce_odp_lock(map, va, sizeof(u64), true, &locked);
+		if (IS_ERR(addr))
+			return PTR_ERR(addr);
+	}
+	spin_lock_bh(&sroce_atomic_lock);
+	if (odp)
+		memcpy(&orig, addr, sizeof(orig));
+	else if (op)
+		sroce_map_copy(map, va, &orig, sizeof(orig), false);
+	val = op ? op(orig, a, b) : *new;
+	if (odp)
+		memcpy(addr, &val, sizeof(val));
+	else
+		sroce_map_copy(map, va, &val, sizeof(val), true);
+	spin_unlock_bh(&sroce_atomic_lock);
+	if (odp)
+		sroce_odp_unlock(map, locked);
+	if (old)
+		*old = orig;
+	return 0;
+}
+
+static u64 sroce_op_cmp_swap(u64 old, u64 compare, u64 swap)
+{
+	return old == compare ? swap : old;
+}
+
+static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
+{
+	return old + add;
+}
+
+/**
+ * sroce_map_atomic - an 8-byte atomic on the memory a map translates
+ * @map: a map from sroce_mem_get() covering the 8 aligned bytes at @va
+ * @va: the address, 8-byte aligned
+ * @compare_add: the value to compare with (CMP_SWAP) or to add
+ * @swap: the value to store if equal (CMP_SWAP)
+ * @cmp_swap: compare and swap (else fetch and add)
+ * @orig: set to the original value
+ *
+ * Atomic with respect to every other sroce atomic on the machine.
+ * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ */
+int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap, u64 *orig)
+{
+	return sroce_map_rmw(map, va, orig,
+			     cmp_swap ? sroce_op_cmp_swap : sroce_op_fetch_add,
+			     compare_add, swap, NULL);
+}
+
+/**
+ * sroce_map_atomic_write - an RDMA Atomic Write's 8-byte store
+ * @map: a map from sroce_mem_get() covering the 8 aligned bytes at @va
+ * @va: the address, 8-byte aligned
+ * @val: the bytes to store, in memory order
+ *
+ * No other sroce atomic sees the location half written.
+ * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ */
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
+{
+	return sroce_map_rmw(map, va, NULL, NULL, 0, 0, &val);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * sroce: what the rest of the driver sees of memory (MRs and windows).
+ *
+ * A key is looked up into a map, an opaque handle to what the key grants
+ * and how it translates, held until the access is done; copies and
+ * atomics go through it. The objects themselves are private to the memory
+ * files (sroce_mem.h). See "Memory keys and translation" in
+ * Documentation/sroce.md.
+ */
+#ifndef SROCE_MEM_API_H
+#define SROCE_MEM_API_H
+
+#include <linux/types.h>
+
+struct ib_mr;
+struct ib_pd;
+struct sroce_dev;
+
+/* A key's translation, as a lookup found it (sroce_mem.h). */
+struct sroce_map;
+
+/* A window bind, as a send WQE carries it. */
+struct sroce_bind {
+	u32 mw_key;	/* a key of the window (its index counts) */
+	u32 new_key;	/* same index, the consumer's new tag */
+	u32 mr_lkey;
+	int access;	/* remote access bits, IB_ZERO_BASED */
+	u64 addr;
+	u64 length;
+};
+
+/* sroce_mem.c */
+struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
+				u32 qpn, u32 key, u64 va, u64 len, int access);
+u64 sroce_map_id(const struct sroce_map *map);
+void sroce_map_put(struct sroce_map *map);
+int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem);
+int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
+		     u64 swap, bool cmp_swap, u64 *orig);
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+
+/* sroce_mr.c: local operations of the send queue */
+int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
+		      struct ib_mr *ibmr, u32 key, int access);
+int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+			u32 key);
+
+/* sroce_mw.c */
+int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
+		  const struct sroce_bind *b);
+
+#endif /* SROCE_MEM_API_H */

@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: on-demand paging (ODP) MRs.
+ *
+ * An ODP MR pins nothing: its struct sroce_pin holds an ib_umem_odp, every
+ * access faults in the page it needs and holds the umem's mutex while it
+ * uses the page, and the MMU interval notifier takes the same mutex to
+ * drop the pages the CPU no longer maps. Implicit ODP, and explicit ranges
+ * longer than a chunk, are reached through a child umem per chunk, made on
+ * first use. ibv_advise_mr() prefetches.
+ */
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <rdma/ib_umem_odp.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "sroce.h"
+#include "sroce_mem.h"
+
+/*
+ * The CPU's page tables changed under an ODP range: forget the pages, so
+ * that the next access faults them in again.
+ */
+static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
+				 const struct mmu_notifier_range *range,
+				 unsigned long cur_seq)
+{
+	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
+					       notifier);
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&odp->umem_mutex);
+	mmu_interval_set_seq(mni, cur_seq);
+	ib_umem_odp_unmap_dma_pages(odp, max_t(u64, ib_umem_start(odp),
+					       range->start),
+				    min_t(u64, ib_umem_end(odp), range->end));
+	mutex_unlock(&odp->umem_mutex);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops sroce_odp_ops = {
+	.invalidate = sroce_odp_invalidate,
+};
+
+/* Implicit ODP: a child umem covers each chunk of this size. */
+#define SROCE_ODP_CHILD_SHIFT	24
+
+/*
+ * Children an implicit ODP MR keeps at most (4 GiB of chunks, about 16 MiB
+ * of page lists in ib_core): a peer that sweeps the address space with the
+ * MR's rkey cannot make the kernel allocate without bound.
+ */
+#define SROCE_ODP_MAX_CHILDREN	256
+
+/*
+ * An ODP range reached through children, made per chunk on first use:
+ * implicit ODP, and explicit ranges longer than a chunk (ib_core's page
+ * lists for a whole explicit range cost 16 bytes a page up front: 4 GiB
+ * for the largest MR). Huge-page ranges keep one umem, whose lists are
+ * 512 times shorter.
+ */
+static bool sroce_odp_is_chunked(u64 start, u64 length, int access)
+{
+	return sroce_odp_is_implicit(start, length, access) ||
+	       (length > BIT_ULL(SROCE_ODP_CHILD_SHIFT) &&
+		!(access & IB_ACCESS_HUGETLB));
+}
+
+/**
+ * sroce_odp_get - an ODP range: nothing pinned now (IB_ACCESS_ON_DEMAND)
+ * @ibdev: the device
+ * @start: the range's user address
+ * @length: its bytes (implicit ODP: @start 0 and @length U64_MAX)
+ * @access: IB_ACCESS_* of the registration, IB_ACCESS_ON_DEMAND among them
+ *
+ * Return: the pin, reached through children for implicit ODP and for a
+ * range longer than a chunk; or ERR_PTR(-ENOMEM), or ib_core's error.
+ */
+struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
+				u64 length, int access)
+{
+	struct ib_umem_odp *odp;
+	struct sroce_pin *pin;
+
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	if (!pin)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&pin->ref);
+	if (sroce_odp_is_chunked(start, length, access)) {
+		odp = ib_umem_odp_alloc_implicit(ibdev, access);
+		if (IS_ERR(odp)) {
+			kfree(pin);
+			return ERR_CAST(odp);
+		}
+		/*
+		 * ib_core keeps no range in an implicit root (its children
+		 * have theirs): it holds the range here, where the pinned
+		 * and explicit ranges have theirs.
+		 */
+		odp->umem.address = start;
+		odp->umem.length = length;
+		pin->implicit = sroce_odp_is_implicit(start, length, access);
+		pin->chunked = true;
+		xa_init(&pin->children);
+		init_rwsem(&pin->child_rwsem);
+		pin->odp = odp;
+		pin->umem = &odp->umem;
+		pin->offset = offset_in_page(start);
+		return pin;
+	}
+	odp = ib_umem_odp_get(ibdev, start, length, access, &sroce_odp_ops);
+	if (IS_ERR(odp)) {
+		kfree(pin);
+		return ERR_CAST(odp);
+	}
+	pin->odp = odp;
+	pin->umem = &odp->umem;
+	pin->offset = offset_in_page(start);
+	return pin;
+}
+
+/*
+ * Has the process that owns @root anything mapped in [start, start + len)?
+ * Only then does a chunked ODP MR make a child for it: addresses past its
+ * user space, or where it has no mapping, cost the kernel nothing.
+ */
+static bool sroce_odp_mapped(struct ib_umem_odp *root, u64 start, u64 len)
+{
+	struct mm_struct *mm = root->umem.owning_mm;
+	bool mapped;
+
+	if (start >= mm->task_size)
+		return false;
+	if (!mmget_not_zero(mm))
+		return false;
+	mmap_read_lock(mm);
+	mapped = !!find_vma_intersection(mm, start, start + len);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return mapped;
+}
+
+/*
+ * Free a child to make room for another: one with no page mapped if there
+ * is one, else the next one in turn from @pin->evict_next. Its pages are
+ * faulted in again if an access needs them. @pin->child_rwsem held for
+ * writing: no access is using any child.
+ */
+static void sroce_odp_evict(struct sroce_pin *pin)
+{
+	struct ib_umem_odp *child, *victim = NULL;
+	unsigned long idx;
+
+	lockdep_assert_held_write(&pin->child_rwsem);
+	xa_for_each(&pin->children, idx, child) {
+		if (!READ_ONCE(child->npages)) {
+			victim = child;
+			break;
+		}
+	}
+	if (!victim) {
+		idx = pin->evict_next;
+		victim = xa_find(&pin->children, &idx, ULONG_MAX, XA_PRESENT);
+		if (!victim) {
+			idx = 0;
+			victim = xa_find(&pin->children, &idx, ULONG_MAX,
+					 XA_PRESENT);
+		}
+		pin->evict_next = idx + 1;
+	}
+	if (WARN_ON_ONCE(!victim))
+		return;
+	xa_erase(&pin->children, ib_umem_start(victim) >> SROCE_ODP_CHILD_SHIFT);
+	pin->nchildren--;
+	ib_umem_odp_release(victim);
+}
+
+/*
+ * Make the child of chunk @idx: the part of the chunk in the range, whole
+ * pages. @pin->child_rwsem held for writing.
+ */
+static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
+					       unsigned long idx)
+{
+	/* Inclusive ends: the implicit range reaches 2^64 - 1. */
+	u64 first = max_t(u64, (u64)idx << SROCE_ODP_CHILD_SHIFT,
+			  PAGE_ALIGN_DOWN(pin->umem->address));
+	u64 last = min_t(u64, ((u64)idx << SROCE_ODP_CHILD_SHIFT) +
+				      BIT_ULL(SROCE_ODP_CHILD_SHIFT) - 1,
+			 (pin->umem->address + pin->umem->length - 1) |
+				 (PAGE_SIZE - 1));
+	struct ib_umem_odp *child;
+	int err;
+
+	lockdep_assert_held_write(&pin->child_rwsem);
+	if (!sroce_odp_mapped(pin->odp, first, last - first + 1))
+		return ERR_PTR(-EFAULT);
+	if (pin->nchildren >= SROCE_ODP_MAX_CHILDREN)
+		sroce_odp_evict(pin);
+	child = ib_umem_odp_alloc_child(pin->odp, first, last - first + 1,
+					&sroce_odp_ops);
+	if (IS_ERR(child))
+		return child;
+	err = xa_err(xa_store(&pin->children, idx, child, GFP_KERNEL));
+	if (err) {
+		ib_umem_odp_release(child);
+		return ERR_PTR(err);
+	}
+	pin->nchildren++;
+	return child;
+}
+
+/*
+ * The umem that covers @uva, for an access: an explicit ODP MR's own, or
+ * for implicit ODP the child of @uva's chunk, made on first use (it may
+ * sleep). For implicit ODP it returns with @pin->child_rwsem held for
+ * reading, so that the child is not freed under the access: release it
+ * with sroce_odp_put_umem().
+ */
+static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
+{
+	unsigned long idx = uva >> SROCE_ODP_CHILD_SHIFT;
+	struct ib_umem_odp *child;
+
+	if (!pin->chunked)
+		return pin->odp;
+	down_read(&pin->child_rwsem);
+	child = xa_load(&pin->children, idx);
+	if (child)
+		return child;
+	up_read(&pin->child_rwsem);
+
+	down_write(&pin->child_rwsem);
+	child = xa_load(&pin->children, idx);
+	if (!child)
+		child = sroce_odp_add_child(pin, idx);
+	downgrade_write(&pin->child_rwsem);
+	if (IS_ERR(child))
+		up_read(&pin->child_rwsem);
+	return child;
+}
+
+static void sroce_odp_put_umem(struct sroce_pin *pin)
+{
+	if (pin->chunked)
+		up_read(&pin->child_rwsem);
+}
+
+/**
+ * sroce_odp_lock - fault in and hold the page of an ODP map's access
+ * @map: a map whose pin is an ODP range
+ * @va: the first byte, an address of @map
+ * @len: bytes, within one page
+ * @write: the access writes
+ * @locked: set to the umem whose umem_mutex is held
+ *
+ * An ODP range: fault in (for writing if @write) the page that holds
+ * [va, va + len), which must not cross a page, and return its kernel
+ * address with the range's umem_mutex held, so that no invalidation takes
+ * the page away until sroce_odp_unlock().
+ *
+ * Return: the kernel address of @va, or ERR_PTR(-EFAULT) when the page
+ * cannot be had (not mapped, or not writable for a write).
+ */
+void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
+		     struct ib_umem_odp **locked)
+{
+	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
+	dma_addr_t dma;
+	size_t idx;
+
+	if (IS_ERR(odp))
+		return ERR_CAST(odp);
+	idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
+	*locked = odp;
+
+	/*
+	 * Present with the access needed: invalidations clear dma_list under
+	 * the mutex, so an entry seen under it stays good while it is held.
+	 */
+	mutex_lock(&odp->umem_mutex);
+	dma = odp->dma_list[idx];
+	if ((dma & bits) != bits) {
+		mutex_unlock(&odp->umem_mutex);
+		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
+			goto fault;
+		dma = odp->dma_list[idx];
+		if ((dma & bits) != bits) {
+			mutex_unlock(&odp->umem_mutex);
+			goto fault;
+		}
+	}
+	/* Virtual DMA: the "DMA address" is the page's kernel address. */
+	return (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
+	       (uva & (BIT_ULL(odp->page_shift) - 1));
+fault:
+	sroce_odp_put_umem(map->pin);
+	return ERR_PTR(-EFAULT);
+}
+
+/**
+ * sroce_odp_unlock - end an access sroce_odp_lock() began
+ * @map: its map
+ * @odp: the umem sroce_odp_lock() set in *@locked
+ */
+void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+	sroce_odp_put_umem(map->pin);
+}
+
+/**
+ * sroce_odp_copy - sroce_map_copy() for a map whose pin is an ODP range
+ * @map: a map from sroce_mem_get() whose range covers [va, va + len)
+ * @va: the MR address
+ * @buf: kernel buffer
+ * @len: bytes
+ * @to_mem: copy @buf into the memory (else the memory into @buf)
+ *
+ * Page by page, each faulted in and held only for its copy.
+ * Return: 0, or -EFAULT when a page cannot be had; some bytes may be copied.
+ */
+int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
+		   bool to_mem)
+{
+	u64 psize = BIT_ULL(map->pin->odp->page_shift);
+
+	while (len) {
+		u64 uva = map->pin->umem->address + (va - map->base);
+		u64 n = min(len, psize - (uva & (psize - 1)));
+		struct ib_umem_odp *odp;
+		void *addr = sroce_odp_lock(map, va, n, to_mem, &odp);
+
+		if (IS_ERR(addr))
+			return PTR_ERR(addr);
+		if (to_mem)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		sroce_odp_unlock(map, odp);
+		va += n;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Does @key name a memory window (rather than an MR or nothing)? */
+static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mem *mem;
+	bool mw;
+
+	rcu_read_lock();
+	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mw = mem && mem->kind == SROCE_MEM_MW && READ_ONCE(mem->key) == key;
+	rcu_read_unlock();
+	return mw;
+}
+
+/* Bytes faulted in (or looked up) per call, so no lock is held for long. */
+#define SROCE_PREFETCH_CHUNK	SZ_2M
+
+/*
+ * Make an ODP range's pages present for the engine: faulted in (for
+ * writing if @write), or with @fault false only those the CPU has now.
+ */
+static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
+			      bool write, bool fault)
+{
+	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+
+	while (len) {
+		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
+				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
+		struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
+		int ret;
+
+		if (IS_ERR(odp))
+			return -EFAULT;
+		ret = ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault);
+		if (ret >= 0)
+			mutex_unlock(&odp->umem_mutex);
+		sroce_odp_put_umem(map->pin);
+		if (ret < 0)
+			return -EFAULT;
+		uva += n;
+		len -= n;
+		cond_resched();
+	}
+	return 0;
+}
+
+/**
+ * sroce_advise_mr - ibv_advise_mr(): prefetch ranges of ODP MRs
+ * @pd: the PD the lkeys must be in
+ * @advice: PREFETCH (readable), PREFETCH_WRITE (writable) or
+ *          PREFETCH_NO_FAULT (what the CPU has mapped now, nothing faulted)
+ * @flags: IB_UVERBS_ADVISE_MR_FLAG_FLUSH (ib_uverbs refuses others); the
+ *         work is always done before returning, so it is always honoured
+ * @sg_list: the ranges, by lkey
+ * @num_sge: how many
+ * @attrs: unused
+ *
+ * Every SGE is checked before anything is done.
+ * Return: 0; -EOPNOTSUPP for another advice; -ENOENT for an lkey that names
+ * no MR (or one that is not ODP); -EINVAL for a memory window's key;
+ * -EPERM for an MR of another PD, or PREFETCH_WRITE of an MR without local
+ * write; -EFAULT for a range outside its MR, or memory that cannot be
+ * faulted in.
+ */
+int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs)
+{
+	struct sroce_dev *sdev = to_sdev(pd->device);
+	bool write = advice == IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+	bool fault = advice != IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT;
+	struct sroce_map **maps;
+	int err = 0;
+	u32 i;
+
+	switch (advice) {
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH:
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE:
+	case IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT:
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	maps = kcalloc(num_sge, sizeof(*maps), GFP_KERNEL);
+	if (!maps)
+		return -ENOMEM;
+	for (i = 0; i < num_sge; i++) {
+		struct sroce_map *map;
+
+		map = sroce_mem_get(sdev, pd, 0, sg_list[i].lkey,
+				    sg_list[i].addr, sg_list[i].length,
+				    write ? IB_ACCESS_LOCAL_WRITE : 0);
+		if (IS_ERR(map)) {
+			switch (PTR_ERR(map)) {
+			case -ENOENT:
+				err = sroce_key_is_mw(sdev, sg_list[i].lkey) ?
+					      -EINVAL : -ENOENT;
+				break;
+			case -ERANGE:
+				err = -EFAULT;
+				break;
+			default: /* -EPERM: PD, -EACCES: not writable */
+				err = -EPERM;
+				break;
+			}
+			goto out;
+		}
+		maps[i] = map;
+		if (map->type != SROCE_MAP_USER || !map->pin->odp) {
+			err = -ENOENT;
+			goto out;
+		}
+	}
+	for (i = 0; i < num_sge && !err; i++)
+		if (sg_list[i].length)
+			err = sroce_odp_prefetch(maps[i], sg_list[i].addr,
+						 sg_list[i].length, write,
+						 fault);
+out:
+	for (i = 0; i < num_sge; i++)
+		if (maps[i])
+			sroce_map_put(maps[i]);
+	kfree(maps);
+	return err;
+}
