@@ -492,6 +492,16 @@ static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
 	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
 }
 
+/*
+ * The send queue works: RTS, or SQD, where what was sent is still answered
+ * and sent again, until it drains.
+ */
+static inline bool sroce_qp_sends(const struct sroce_qp *qp)
+{
+	return qp->attr.qp_state == IB_QPS_RTS ||
+	       qp->attr.qp_state == IB_QPS_SQD;
+}
+
 /* Reliable connected QPs: RC, and the two halves of XRC. */
 static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
 {

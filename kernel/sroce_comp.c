@@ -110,7 +110,7 @@ void sroce_comp_arm_retry(struct sroce_qp *qp)
 	unsigned long usecs, deadline;
 
 	if (!qp->attr.timeout || !sroce_outstanding(qp) ||
-	    qp->attr.qp_state != IB_QPS_RTS) {
+	    !sroce_qp_sends(qp)) {
 		WRITE_ONCE(qp->req.retry_on, false);
 		return;
 	}
@@ -263,7 +263,7 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 {
 	struct sroce_swqe *sw;
 
-	if (qp->attr.qp_state != IB_QPS_RTS || !sroce_outstanding(qp))
+	if (!sroce_qp_sends(qp) || !sroce_outstanding(qp))
 		return;
 	/*
 	 * Progress since the timer was set: wait for the new deadline. An
@@ -524,8 +524,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 
 	if (!sroce_qp_is_reliable(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
-	    (qp->attr.qp_state != IB_QPS_RTS &&
-	     qp->attr.qp_state != IB_QPS_SQD)) {
+	    !sroce_qp_sends(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
 		return;
 	}

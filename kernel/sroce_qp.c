@@ -969,7 +969,7 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
 		sroce_qp_purge(qp);
 		goto out;
 	}
-	if (qp->attr.qp_state != IB_QPS_RTS && qp->req.retry_on) {
+	if (!sroce_qp_sends(qp) && qp->req.retry_on) {
 		qp->req.retry_on = false;
 		del_timer(&qp->retry_timer);
 	}
@@ -984,6 +984,9 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
 	case IB_QPS_RTS:
 		if (peer && sroce_qp_sends_owed_doorbell(qp))
 			goto out;
+		fallthrough;
+	case IB_QPS_SQD:
+		/* In SQD too, outstanding requests are sent again if lost. */
 		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
 			qp->req.rnr_wait = false;
 		if (READ_ONCE(qp->req.timed_out)) {
@@ -992,9 +995,8 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
 				sroce_comp_timeout(qp);
 		}
 		sroce_req_run(qp);
-		break;
-	case IB_QPS_SQD:
-		if (qp->attr.en_sqd_async_notify &&
+		if (qp->attr.qp_state == IB_QPS_SQD &&
+		    qp->attr.en_sqd_async_notify &&
 		    qp->sq_comp == qp->req.next && !qp->req.sent) {
 			qp->attr.en_sqd_async_notify = 0;
 			sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);

@@ -333,7 +333,12 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	u32 psn = qp->req.psn;
 	int err;
 
-	if (first)
+	/*
+	 * A WQE keeps the packet size it was first sent with: sent again
+	 * after a go-back (its PSNs before @psn_hi), it must be the same
+	 * packets, whatever path MTU an SQD to SQD modify gave since.
+	 */
+	if (first && !sroce_psn_before(psn, qp->req.psn_hi))
 		sw->mtu = qp->mtu;
 	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
 		/* Asked again from its middle: what it lacks (@remain). */
@@ -467,9 +472,22 @@ static bool sroce_req_window_full(struct sroce_qp *qp)
 	       ahead >= SROCE_MAX_UNACKED_PSNS;
 }
 
+/*
+ * In RTS everything; in SQD (IBTA 10.3.1: the send queue drains) only what
+ * finishes what was started: packets sent before and now sent again after
+ * a go-back, and the rest of a message under way. No new WQE starts.
+ */
+static bool sroce_req_may_send(struct sroce_qp *qp)
+{
+	if (qp->attr.qp_state == IB_QPS_RTS)
+		return true;
+	return qp->attr.qp_state == IB_QPS_SQD &&
+	       (qp->req.sent || sroce_psn_before(qp->req.psn, qp->req.psn_hi));
+}
+
 /**
  * sroce_req_run - send what the SQ holds, as far as the QP may
- * @qp: the QP, in RTS, with its lock held
+ * @qp: the QP, in RTS or SQD, with its lock held
  *
  * Return: nothing; requeues the QP's work if it stopped for its budget.
  */
@@ -478,13 +496,13 @@ void sroce_req_run(struct sroce_qp *qp)
 	int budget = SROCE_REQ_BUDGET;
 	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
 
-	while (qp->attr.qp_state == IB_QPS_RTS && !qp->req.rnr_wait) {
+	while (sroce_req_may_send(qp) && !qp->req.rnr_wait) {
 		struct sroce_send_wqe *wqe;
 		u32 idx = qp->req.next;
 
 		if (idx == qp->sq_cons && !sroce_req_fetch(qp))
 			break;
-		if (qp->attr.qp_state != IB_QPS_RTS)
+		if (!sroce_req_may_send(qp))
 			break;
 		wqe = sroce_swqe_copy(qp, idx);
 		if (sroce_req_window_full(qp) && !sroce_wr_is_local(wqe->opcode))

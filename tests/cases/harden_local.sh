@@ -8,10 +8,11 @@
 # implicit ODP and ODP MRs of up to 1 TiB cost the kernel page lists only
 # for chunks in use; another PD's refused binds never make the owner's
 # rereg fail with EBUSY; QPs destroyed while packets arrive; a window key
-# never reaches the map of a later bind.
+# never reaches the map of a later bind (UC WRITEs, RC atomics).
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 rnr_imm_pin dereg_mid_write rereg_mid_write \
 	srq_flush_taken uc_bad_rkey qpn_random bind_other_pd destroy_under_rx \
+	stale_window_atomic \
 	implicit_bound explicit_bound
 xfer_all sroce0 uc 1024 uc_bad_rkey stale_window_key

@@ -7,6 +7,8 @@
 # 10^5 mutated packets at a second victim: every one must be counted where
 # its tag says. The kernel log is judged by the harness (no oops, WARN,
 # KASAN). FUZZ_SEED and FUZZ_SCALE replay or resize the fuzzer's run.
+# Last, resend.py plays the responder to a requester on VM a whose packet
+# size grows under a half-acknowledged message.
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
@@ -134,6 +136,14 @@ else
 	STEP_LIMIT=300 step "$fuzz_name" a "" \
 		"/usr/bin/python3 $fuzz $PEER4 18952 $MY4 $fuzz_args"
 fi
+# A go-back after the packet size grew (resend.py on VM b plays the
+# responder): the transport timer still runs after SQD, and what is sent
+# again (the whole SEND after the timeout, then its NAKed second packet) is
+# what went, not slices cut at the new size.
+step "resend after the path MTU grew: the packet as it went" a \
+	"$wire $dev $gidx -p 18953 -M eth0" \
+	"/usr/bin/python3 $(dirname "$0")/resend.py $PEER4 18953 $MY4"
+[ "$ROLE" = a ] && check "eth0 MTU 1500 again" ip link set dev eth0 mtu 1500
 step "RC traffic after the attack (server a)" a \
 	"$wire $dev $gidx -p 18951 -n 50" "$wire $dev $gidx -p 18951 -n 50 $PEER4"
 echo "$ROLE: $passed passed, $failed failed"

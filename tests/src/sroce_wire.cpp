@@ -4,8 +4,8 @@
 // lossy links and for interop with other RoCE devices. The client moves
 // data, the server serves memory and receives; they meet over TCP.
 //
-//   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH] [-V]
-//              [PEER]
+//   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH]
+//              [-V | -M NETDEV] [PEER]
 //
 // Without PEER it is the server. The client, with up to DEPTH requests in
 // flight each time:
@@ -25,6 +25,18 @@
 // its QP to what the peer tells it, syncs, waits for the peer's second
 // sync, and then checks that its registered buffer is still all zeros,
 // reporting the QP's state.
+//
+// With -M NETDEV the server is a requester whose packet size grows under a
+// message half acknowledged, for a peer that plays the responder
+// (tests/pair/resend.py): NETDEV's MTU is 576 when the QP connects with a
+// path MTU of 1024, so packets carry 256 bytes; an inline SEND of 512
+// bytes (message 1 of the pattern) goes as two packets. Once the peer has
+// acknowledged the first, the QP goes to SQD, NETDEV's MTU back to 1500,
+// an SQD to SQD modify gives the address again (packets may now carry
+// 1024 bytes) and the QP returns to RTS. The peer stays silent until the
+// transport timer (4 s) sends the SEND again from its start, as it went;
+// then it NAKs the second packet, which must come again as it went (bytes
+// 256 to 511), and acknowledges it: the SEND completes.
 #include "check.h"
 
 #include <arpa/inet.h>
@@ -51,6 +63,8 @@ struct Opts {
 	uint32_t size = 16384;
 	uint32_t depth = 16;
 	bool victim = false;
+	const char *grow_netdev = nullptr;	// -M
+	uint32_t max_inline = 0;
 };
 
 // What each side tells the other (network byte order not needed: both
@@ -150,6 +164,7 @@ struct Conn {
 	int fd = -1;
 	Dest me{}, peer{};
 	uint8_t port_mtu = IBV_MTU_1024;
+	uint8_t timeout = 14;
 };
 
 bool qp_connect(Conn &c, const Opts &o)
@@ -182,7 +197,7 @@ bool qp_connect(Conn &c, const Opts &o)
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = c.me.psn;
-	a.timeout = 14;
+	a.timeout = c.timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = uint8_t(o.depth);
@@ -221,6 +236,7 @@ bool setup(Conn &c, const Opts &o, size_t bytes)
 	ia.cap.max_send_wr = o.depth;
 	ia.cap.max_recv_wr = o.iters + 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = o.max_inline;
 	if (c.pd && c.cq)
 		c.qp = ibv_create_qp(c.pd, &ia);
 	if (!c.mr || !c.qp) {
@@ -434,6 +450,76 @@ int victim(const Opts &o)
 	return failures ? 1 : 0;
 }
 
+// Sets @netdev's MTU; false (and a failure) if ip(8) refuses.
+bool set_mtu(const char *netdev, int mtu)
+{
+	std::string cmd = "ip link set dev " + std::string(netdev) + " mtu " +
+			  std::to_string(mtu);
+	int rc = system(cmd.c_str());
+
+	CHECK(rc == 0, "%s: exit status %d", cmd.c_str(), rc);
+	return rc == 0;
+}
+
+bool modify_state(Conn &c, ibv_qp_state state, int mask = 0,
+		  ibv_qp_attr *with = nullptr)
+{
+	ibv_qp_attr a = with ? *with : ibv_qp_attr{};
+	a.qp_state = state;
+	int err = ibv_modify_qp(c.qp, &a, IBV_QP_STATE | mask);
+
+	CHECK(!err, "modify QP to state %d (mask %#x): %s", state, mask,
+	      strerror(err));
+	return !err;
+}
+
+// -M: a go-back after the packet size grew resends what was sent.
+int grow_victim(const Opts &o)
+{
+	const uint32_t len = 512;
+	Conn c;
+	Layout l(o);
+
+	if (!set_mtu(o.grow_netdev, 576) || !setup(c, o, l.total))
+		return 1;
+	c.port_mtu = IBV_MTU_1024;
+	c.timeout = 20;		// 4 s: the peer answers by hand
+	if (!qp_connect(c, o) || !sync_peer(c))
+		return 1;
+	fill(c.buf.data(), 1, len);
+	ibv_sge sge = { uint64_t(uintptr_t(c.buf.data())), len, c.mr->lkey };
+	ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1,
+				    IBV_SEND_SIGNALED | IBV_SEND_INLINE), *bad;
+	int err = ibv_post_send(c.qp, &wr, &bad);
+	CHECK(!err, "post the inline SEND: %s", strerror(err));
+	// The inline copy is the WQE's: the buffer may change at once.
+	memset(c.buf.data(), 0, len);
+	if (err || !sync_peer(c))	// the peer acknowledged packet 1
+		return 1;
+
+	ibv_qp_attr path{}, now{};
+	ibv_qp_init_attr ia;
+	CHECK(!ibv_query_qp(c.qp, &path, IBV_QP_AV, &ia), "query QP");
+	bool ok = modify_state(c, IBV_QPS_SQD) &&
+		  set_mtu(o.grow_netdev, 1500) &&
+		  modify_state(c, IBV_QPS_SQD, IBV_QP_AV, &path) &&
+		  modify_state(c, IBV_QPS_RTS);
+	if (!sync_peer(c) || !ok)	// the peer NAKs packet 2
+		return 1;
+
+	ibv_wc wc;
+	if (poll_one(c, wc))
+		CHECK(wc.wr_id == 1 && wc.opcode == IBV_WC_SEND,
+		      "completion wr_id %" PRIu64 " opcode %d", wc.wr_id,
+		      wc.opcode);
+	if (!ibv_query_qp(c.qp, &now, IBV_QP_STATE, &ia))
+		CHECK(now.qp_state == IBV_QPS_RTS, "QP state %d after the "
+		      "SEND", now.qp_state);
+	sync_peer(c);
+	printf("grow victim: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int server(const Opts &o)
 {
 	Conn c;
@@ -441,6 +527,8 @@ int server(const Opts &o)
 
 	if (o.victim)
 		return victim(o);
+	if (o.grow_netdev)
+		return grow_victim(o);
 	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
 		return 1;
 
@@ -491,9 +579,10 @@ int main(int argc, char **argv)
 	Opts o;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "p:n:s:d:V")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:s:d:VM:")) != -1) {
 		switch (opt) {
 		case 'V': o.victim = true; break;
+		case 'M': o.grow_netdev = optarg; o.max_inline = 512; break;
 		case 'p': o.port = atoi(optarg); break;
 		case 'n': o.iters = uint32_t(atoi(optarg)); break;
 		case 's': o.size = uint32_t(atoi(optarg)); break;
@@ -504,7 +593,8 @@ int main(int argc, char **argv)
 	if (argc - optind < 2 || argc - optind > 3 || !o.iters || !o.size ||
 	    !o.depth || o.depth > 255) {
 		fprintf(stderr, "usage: sroce-wire DEV GID_INDEX [-p PORT] "
-				"[-n ITERS] [-s SIZE] [-d DEPTH] [-V] [PEER]\n");
+				"[-n ITERS] [-s SIZE] [-d DEPTH] [-V | -M NETDEV] "
+				"[PEER]\n");
 		return 2;
 	}
 	o.dev = argv[optind];

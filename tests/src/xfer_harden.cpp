@@ -377,15 +377,16 @@ void t_bind_other_pd(Pair &p)
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
 }
 
-// A UD QP destroyed right after SENDs to it. 200 rounds: b makes a UD QP
-// on a CQ of its own and posts 8 receives, a posts 16 SENDs at it, and b
-// destroys the QP (then its CQ). Every SEND completes successfully (UD
-// does not know who received), every QP and CQ goes away without error,
-// and receives did complete (packets reached the QPs). Not yet the race
-// of a destroy with packets being queued (the receiving side must hold the
-// QP from queueing a packet until its work is scheduled): the doorbell
-// delivers these SENDs inside ibv_post_send, before the destroy; they
-// must come from another thread for that.
+// UD QPs destroyed while SENDs arrive at them. 200 rounds: b makes a UD QP
+// on a CQ of its own, posts 8 receives and publishes its number; a thread
+// of a keeps SENDing, 8 at a time, to the last number published; b waits
+// until SENDs reached the QP, then destroys it (then its CQ) while more come
+// in. The packets of a's SENDs are received on a's thread, so a packet is
+// being queued to the QP while b destroys it: the receiving side must hold
+// the QP from queueing a packet until its work is scheduled (on the debug
+// kernel, KASAN reports the use after free otherwise). Every SEND completes
+// successfully (UD does not know who received), every QP and CQ goes away
+// without error, and receives did complete in most rounds.
 void t_destroy_under_rx(Pair &p)
 {
 	ibv_qp *tx = ud_qp(p.a);
@@ -399,8 +400,42 @@ void t_destroy_under_rx(Pair &p)
 	CHECK(tx && ah, "UD QP and AH: %s", strerror(errno));
 	if (!tx || !ah)
 		return;
-	long received = 0;
-	for (int r = 0; r < 200 && !failures; r++) {
+	std::atomic<uint32_t> target{0};
+	std::atomic<long> sent{0}, bad{0};
+	std::atomic<bool> stop{false};
+	std::thread sender([&] {
+		while (!stop && !bad) {
+			uint32_t qpn = target;
+			if (!qpn) {
+				std::this_thread::yield();
+				continue;
+			}
+			ibv_sge sge = { remote(p.a, 0), 256, p.a.mr->lkey };
+			ibv_send_wr wr[8], *badwr;
+			for (int i = 0; i < 8; i++) {
+				wr[i] = one_sge_wr(&sge, IBV_WR_SEND, i);
+				wr[i].wr.ud.ah = ah;
+				wr[i].wr.ud.remote_qpn = qpn;
+				wr[i].wr.ud.remote_qkey = 0x1234;
+				wr[i].next = i < 7 ? &wr[i + 1] : nullptr;
+			}
+			if (ibv_post_send(tx, wr, &badwr)) {
+				bad++;
+				break;
+			}
+			for (int i = 0; i < 8; i++) {
+				ibv_wc wc{};
+				if (!poll_one(p.a, wc) || wc.wr_id != uint64_t(i) ||
+				    wc.status != IBV_WC_SUCCESS) {
+					bad++;
+					break;
+				}
+			}
+			sent += 8;
+		}
+	});
+	int rounds_received = 0;
+	for (int r = 0; r < 200 && !failures && !bad; r++) {
 		ibv_cq *cq = ibv_create_cq(p.ctx, 32, nullptr, nullptr, 0);
 		ibv_qp *rx = cq ? ud_qp(p.b, cq) : nullptr;
 		CHECK(rx, "round %d: UD QP: %s", r, strerror(errno));
@@ -411,40 +446,28 @@ void t_destroy_under_rx(Pair &p)
 		}
 		for (int i = 0; i < 8; i++) {
 			ibv_sge sge = { remote(p.b, i * 512), 512, p.b.mr->lkey };
-			ibv_recv_wr wr{}, *bad;
+			ibv_recv_wr wr{}, *badwr;
 			wr.sg_list = &sge;
 			wr.num_sge = 1;
-			CHECK(ibv_post_recv(rx, &wr, &bad) == 0, "post_recv");
+			CHECK(ibv_post_recv(rx, &wr, &badwr) == 0, "post_recv");
 		}
-		for (int i = 0; i < 16; i++) {
-			ibv_sge sge = { remote(p.a, 0), 256, p.a.mr->lkey };
-			ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, i), *bad;
-			wr.wr.ud.ah = ah;
-			wr.wr.ud.remote_qpn = rx->qp_num;
-			wr.wr.ud.remote_qkey = 0x1234;
-			CHECK(ibv_post_send(tx, &wr, &bad) == 0, "post SEND");
-		}
+		target = rx->qp_num;
+		long base = sent;
+		for (int i = 0; i < 2000 && sent < base + 16 && !bad; i++)
+			usleep(50);
+		usleep(r % 5 * 20);
 		CHECK(ibv_destroy_qp(rx) == 0, "round %d: destroy the QP "
 		      "under traffic: %s", r, strerror(errno));
 		ibv_wc wc[32];
-		int n = ibv_poll_cq(cq, 32, wc);
-		received += std::max(n, 0);
+		rounds_received += ibv_poll_cq(cq, 32, wc) > 0;
 		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
-		for (int i = 0; i < 16; i++) {
-			ibv_wc wc{};
-			if (!poll_one(p.a, wc))
-				break;
-			CHECK(wc.wr_id == uint64_t(i) &&
-				      wc.status == IBV_WC_SUCCESS &&
-				      wc.qp_num == tx->qp_num,
-			      "round %d: SEND completion wr_id %llu status "
-			      "%s, expected %d", r,
-			      (unsigned long long)wc.wr_id,
-			      ibv_wc_status_str(wc.status), i);
-		}
 	}
-	CHECK(received > 0, "no receive completed in 200 rounds: no packet "
-	      "reached a QP, the test proves nothing");
+	stop = true;
+	sender.join();
+	CHECK(!bad, "a SEND did not complete successfully");
+	CHECK(rounds_received >= 100, "receives completed in %d of 200 "
+	      "rounds: SENDs did not reach the QPs, the test proves nothing",
+	      rounds_received);
 	CHECK(ibv_destroy_qp(tx) == 0 && ibv_destroy_ah(ah) == 0,
 	      "destroy the sender");
 }
@@ -535,6 +558,133 @@ void t_stale_window_key(Pair &p)
 	      landed);
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
+	CHECK(ibv_destroy_qp(binder.qp) == 0 && ibv_destroy_cq(binder.cq) == 0,
+	      "destroy the binding QP");
+}
+
+// Item 11 where a stale key gets one lookup: an RC atomic. Two MRs of the
+// same iova over different buffers (P and Q); a type 1 window rebound 500
+// times from P's MR to the same range of Q's, while fetch-and-adds of 1 come
+// with the key of P's binds. An atomic lands in P while its key is current
+// and is refused once the window moved (the connection is then made again,
+// and the next atomic waits for P's next key); the word in P counts the
+// atomics that completed, and not one byte reaches Q.
+void t_stale_window_atomic(Pair &p)
+{
+	const uint64_t iova = 0x7a0000000000ULL;
+	const size_t len = 4096;
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
+			   IBV_ACCESS_MW_BIND;
+	// Page aligned, as the iova is: an MR's iova keeps its address's
+	// offset in the page.
+	uint8_t *pbuf = map_anon(len), *qbuf = map_anon(len);
+	if (!pbuf || !qbuf)
+		return;
+	memset(pbuf, 0, len);
+	memset(qbuf, 0, len);
+	ibv_mr *pmr = ibv_reg_mr_iova(p.b.pd, pbuf, len, iova, access);
+	ibv_mr *qmr = ibv_reg_mr_iova(p.b.pd, qbuf, len, iova, access);
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	Side binder;
+	binder.pd = p.b.pd;
+	binder.cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
+	binder.mr = p.b.mr;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = binder.cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = { 4, 1, 1, 1, 0 };
+	binder.qp = binder.cq ? ibv_create_qp(p.b.pd, &ia) : nullptr;
+	CHECK(pmr && qmr && mw && binder.qp, "reg MRs, alloc MW, binding QP: "
+	      "%s", strerror(errno));
+	if (!pmr || !qmr || !mw || !binder.qp || !connect(p, binder, p.a))
+		return;
+	auto bind = [&](ibv_mr *mr, uint64_t id) {
+		ibv_mw_bind b{};
+		b.wr_id = id;
+		b.send_flags = IBV_SEND_SIGNALED;
+		b.bind_info = { mr, iova, len, IBV_ACCESS_REMOTE_ATOMIC };
+		ibv_wc wc{};
+		return ibv_bind_mw(binder.qp, mw, &b) == 0 &&
+		       poll_one(binder, wc) && wc.status == IBV_WC_SUCCESS;
+	};
+
+	std::atomic<uint32_t> xkey{0};
+	std::atomic<bool> stop{false};
+	std::atomic<long> landed{0}, refused{0}, bad{0};
+	std::thread atomics([&] {
+		uint32_t stale = 0;
+		for (uint64_t i = 0; !stop; i++) {
+			uint32_t key = xkey;
+			if (!key || key == stale) {
+				std::this_thread::yield();
+				continue;
+			}
+			ibv_sge sge = { uintptr_t(&p.a.buf[0]), 8, p.a.mr->lkey };
+			ibv_send_wr wr = one_sge_wr(&sge,
+						    IBV_WR_ATOMIC_FETCH_AND_ADD,
+						    i, IBV_SEND_SIGNALED), *badwr;
+			wr.wr.atomic.remote_addr = iova;
+			wr.wr.atomic.rkey = key;
+			wr.wr.atomic.compare_add = 1;
+			ibv_wc wc{};
+			if (ibv_post_send(p.a.qp, &wr, &badwr) ||
+			    !poll_one(p.a, wc)) {
+				bad++;
+				break;
+			}
+			if (wc.status == IBV_WC_SUCCESS) {
+				landed++;
+				continue;
+			}
+			if (wc.status != IBV_WC_REM_ACCESS_ERR) {
+				bad++;
+				break;
+			}
+			// Refused: both QPs are in error; connect them again.
+			refused++;
+			stale = key;
+			ibv_qp_attr reset{};
+			reset.qp_state = IBV_QPS_RESET;
+			if (ibv_modify_qp(p.a.qp, &reset, IBV_QP_STATE) ||
+			    ibv_modify_qp(p.b.qp, &reset, IBV_QP_STATE) ||
+			    !connect(p, p.a, p.b) || !connect(p, p.b, p.a)) {
+				bad++;
+				break;
+			}
+		}
+	});
+	int binds = 0;
+	for (; binds < 1000 && !bad; binds += 2) {
+		if (!bind(pmr, binds))
+			break;
+		xkey = mw->rkey;
+		// Atomics with P's key arrive while it is current, some just
+		// before the next bind moves the window to Q.
+		usleep(binds % 7 * 50);
+		if (!bind(qmr, binds + 1))
+			break;
+	}
+	stop = true;
+	atomics.join();
+	CHECK(binds == 1000, "bind %d failed", binds);
+	CHECK(!bad, "an atomic failed other than with a remote access error");
+	CHECK(landed > 100, "only %ld atomics landed during 500 binds: the "
+	      "test proves nothing", long(landed));
+	uint64_t count;
+	memcpy(&count, pbuf, 8);
+	CHECK(count == uint64_t(landed), "P's word is %llu after %ld atomics "
+	      "completed (%ld refused)", (unsigned long long)count,
+	      long(landed), long(refused));
+	uint64_t qword;
+	memcpy(&qword, qbuf, 8);
+	size_t hit = std::count_if(qbuf, qbuf + len,
+				   [](uint8_t c) { return c != 0; });
+	CHECK(!hit, "%zu bytes of Q changed (its word is %llu) by atomics "
+	      "with keys of P's binds", hit, (unsigned long long)qword);
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+	CHECK(ibv_dereg_mr(pmr) == 0 && ibv_dereg_mr(qmr) == 0, "dereg MRs");
+	munmap(pbuf, len);
+	munmap(qbuf, len);
 	CHECK(ibv_destroy_qp(binder.qp) == 0 && ibv_destroy_cq(binder.cq) == 0,
 	      "destroy the binding QP");
 }
@@ -683,6 +833,7 @@ const Test tests[] = {
 	{ "bind_other_pd", t_bind_other_pd, nullptr, false },
 	{ "destroy_under_rx", t_destroy_under_rx, nullptr, false },
 	{ "stale_window_key", t_stale_window_key, nullptr, true },
+	{ "stale_window_atomic", t_stale_window_atomic, nullptr, false },
 	{ "implicit_bound", t_implicit_bound, nullptr, false },
 	{ "explicit_bound", t_explicit_bound, nullptr, false },
 };
