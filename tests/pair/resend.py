@@ -93,6 +93,19 @@ class Victim:
             return False
         return True
 
+    def whole_send(self, seconds):
+        """Do both packets of the SEND come, as they went, within
+        @seconds? Every packet seen meanwhile is checked."""
+        seen = set()
+        for op, psn, payload in self.packets(seconds):
+            if self.check(op, psn, payload):
+                seen.add(op)
+            if seen == set(PACKETS):
+                return True
+        fail(f'the SEND did not come as two packets of 256 bytes (saw '
+             f'{sorted(seen)})')
+        return False
+
 
 def main():
     victim, port, me = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -101,15 +114,7 @@ def main():
     s, qpn, _, _ = meet(victim, port, me, FAKE_QPN, MY_PSN)
     sync(s)     # the victim's QP is connected; it posts the SEND
 
-    seen = set()
-    for op, psn, payload in v.packets(5):
-        if v.check(op, psn, payload):
-            seen.add(op)
-        if seen == set(PACKETS):
-            break
-    if seen != set(PACKETS):
-        fail(f'the SEND\'s two packets of 256 bytes did not come (saw '
-             f'{sorted(seen)})')
+    if not v.whole_send(5):
         sync(s)
         return 1
     print(f'saw the SEND as two packets of 256 bytes, PSN {v.first_psn:#x}')
@@ -120,18 +125,9 @@ def main():
     sync(s)     # its QP went through SQD and back to RTS
 
     # Its timer (4 s) sends the SEND again from the start.
-    seen = set()
-    for op, psn, payload in v.packets(12):
-        if v.check(op, psn, payload):
-            seen.add(op)
-        if seen == set(PACKETS):
-            break
-    if seen == set(PACKETS):
+    if v.whole_send(12):
         print('after the timeout the SEND came again as it went: two '
               'packets of 256 bytes')
-    else:
-        fail(f'the SEND did not come again after the timeout as two '
-             f'packets of 256 bytes (saw {sorted(seen)})')
 
     send(roce(victim, me, bth(0x11, qpn, v.first_psn + 1) +
               aeth(NAK_SEQ, 0)))

@@ -472,6 +472,66 @@ void t_destroy_under_rx(Pair &p)
 	      "destroy the sender");
 }
 
+// A second QP of b's PD for binds of type 1 windows (ibv_bind_mw()), so
+// that they run while b's first QP takes a's requests.
+struct Binder {
+	Side s;
+
+	bool open(Pair &p, ibv_qp_type type)
+	{
+		s.pd = p.b.pd;
+		s.mr = p.b.mr;
+		s.cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
+		ibv_qp_init_attr ia{};
+		ia.send_cq = ia.recv_cq = s.cq;
+		ia.qp_type = type;
+		ia.cap = { 4, 1, 1, 1, 0 };
+		s.qp = s.cq ? ibv_create_qp(s.pd, &ia) : nullptr;
+		CHECK(s.qp, "binding QP: %s", strerror(errno));
+		return s.qp && connect(p, s, p.a);
+	}
+
+	// Binds @mw to [@addr, @addr + @len) of @mr; true once it completed.
+	bool bind(ibv_mw *mw, ibv_mr *mr, uint64_t addr, size_t len,
+		  unsigned access, uint64_t id)
+	{
+		ibv_mw_bind b{};
+		b.wr_id = id;
+		b.send_flags = IBV_SEND_SIGNALED;
+		b.bind_info = { mr, addr, len, access };
+		ibv_wc wc{};
+		return ibv_bind_mw(s.qp, mw, &b) == 0 && poll_one(s, wc) &&
+		       wc.status == IBV_WC_SUCCESS;
+	}
+
+	// Moves @mw 500 times there (@there, its new key then published in
+	// @key for a's requests) and back (@back), with a jitter between, so
+	// that requests with the key arrive while it is current and some just
+	// before the window moves; stops early on @bad. Return: the binds
+	// done, 1000 if all were.
+	template <class There, class Back>
+	int shuttle(ibv_mw *mw, std::atomic<uint32_t> &key,
+		    const std::atomic<long> &bad, There there, Back back)
+	{
+		int binds = 0;
+		for (; binds < 1000 && !bad; binds += 2) {
+			if (!there(binds))
+				break;
+			key = mw->rkey;
+			usleep(binds % 7 * 50);
+			if (!back(binds + 1))
+				break;
+		}
+		return binds;
+	}
+
+	void close()
+	{
+		CHECK(ibv_destroy_qp(s.qp) == 0 && ibv_destroy_cq(s.cq) == 0,
+		      "destroy the binding QP");
+	}
+};
+
 // A type 1 window moved by binds between two ranges of b's MR, X and Y,
 // gets a new key each time, and a key is only ever good for the range it
 // was bound with. a keeps WRITEing at Y with the last key b bound over X
@@ -493,28 +553,13 @@ void t_stale_window_key(Pair &p)
 					IBV_ACCESS_REMOTE_WRITE |
 					IBV_ACCESS_MW_BIND);
 	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
-	Side binder;
-	binder.pd = p.b.pd;
-	binder.cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
-	binder.mr = p.b.mr;
-	ibv_qp_init_attr ia{};
-	ia.send_cq = ia.recv_cq = binder.cq;
-	ia.qp_type = IBV_QPT_UC;
-	ia.cap = { 4, 1, 1, 1, 0 };
-	binder.qp = binder.cq ? ibv_create_qp(p.b.pd, &ia) : nullptr;
-	CHECK(mr && mw && binder.qp, "reg MR, alloc MW, binding QP: %s",
-	      strerror(errno));
-	if (!mr || !mw || !binder.qp || !connect(p, binder, p.a))
+	CHECK(mr && mw, "reg MR, alloc MW: %s", strerror(errno));
+	Binder binder;
+	if (!mr || !mw || !binder.open(p, IBV_QPT_UC))
 		return;
 	auto bind = [&](size_t at, uint64_t id) {
-		ibv_mw_bind b{};
-		b.wr_id = id;
-		b.send_flags = IBV_SEND_SIGNALED;
-		b.bind_info = { mr, uintptr_t(&buf[at]), span,
-				IBV_ACCESS_REMOTE_WRITE };
-		ibv_wc wc{};
-		return ibv_bind_mw(binder.qp, mw, &b) == 0 &&
-		       poll_one(binder, wc) && wc.status == IBV_WC_SUCCESS;
+		return binder.bind(mw, mr, uintptr_t(&buf[at]), span,
+				   IBV_ACCESS_REMOTE_WRITE, id);
 	};
 
 	std::atomic<uint32_t> xkey{0};
@@ -535,17 +580,9 @@ void t_stale_window_key(Pair &p)
 			writes++;
 		}
 	});
-	int binds = 0;
-	for (; binds < 1000 && !bad; binds += 2) {
-		if (!bind(x, binds))
-			break;
-		xkey = mw->rkey;
-		// WRITEs with the new key arrive while it is current, some
-		// just before the next bind replaces it.
-		usleep(binds % 7 * 50);
-		if (!bind(y, binds + 1))
-			break;
-	}
+	int binds = binder.shuttle(mw, xkey, bad,
+				   [&](int id) { return bind(x, id); },
+				   [&](int id) { return bind(y, id); });
 	stop = true;
 	writer.join();
 	CHECK(binds == 1000, "bind %d failed", binds);
@@ -558,8 +595,7 @@ void t_stale_window_key(Pair &p)
 	      landed);
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
-	CHECK(ibv_destroy_qp(binder.qp) == 0 && ibv_destroy_cq(binder.cq) == 0,
-	      "destroy the binding QP");
+	binder.close();
 }
 
 // Item 11 where a stale key gets one lookup: an RC atomic. Two MRs of the
@@ -585,27 +621,13 @@ void t_stale_window_atomic(Pair &p)
 	ibv_mr *pmr = ibv_reg_mr_iova(p.b.pd, pbuf, len, iova, access);
 	ibv_mr *qmr = ibv_reg_mr_iova(p.b.pd, qbuf, len, iova, access);
 	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
-	Side binder;
-	binder.pd = p.b.pd;
-	binder.cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
-	binder.mr = p.b.mr;
-	ibv_qp_init_attr ia{};
-	ia.send_cq = ia.recv_cq = binder.cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap = { 4, 1, 1, 1, 0 };
-	binder.qp = binder.cq ? ibv_create_qp(p.b.pd, &ia) : nullptr;
-	CHECK(pmr && qmr && mw && binder.qp, "reg MRs, alloc MW, binding QP: "
-	      "%s", strerror(errno));
-	if (!pmr || !qmr || !mw || !binder.qp || !connect(p, binder, p.a))
+	CHECK(pmr && qmr && mw, "reg MRs, alloc MW: %s", strerror(errno));
+	Binder binder;
+	if (!pmr || !qmr || !mw || !binder.open(p, IBV_QPT_RC))
 		return;
 	auto bind = [&](ibv_mr *mr, uint64_t id) {
-		ibv_mw_bind b{};
-		b.wr_id = id;
-		b.send_flags = IBV_SEND_SIGNALED;
-		b.bind_info = { mr, iova, len, IBV_ACCESS_REMOTE_ATOMIC };
-		ibv_wc wc{};
-		return ibv_bind_mw(binder.qp, mw, &b) == 0 &&
-		       poll_one(binder, wc) && wc.status == IBV_WC_SUCCESS;
+		return binder.bind(mw, mr, iova, len, IBV_ACCESS_REMOTE_ATOMIC,
+				   id);
 	};
 
 	std::atomic<uint32_t> xkey{0};
@@ -653,17 +675,9 @@ void t_stale_window_atomic(Pair &p)
 			}
 		}
 	});
-	int binds = 0;
-	for (; binds < 1000 && !bad; binds += 2) {
-		if (!bind(pmr, binds))
-			break;
-		xkey = mw->rkey;
-		// Atomics with P's key arrive while it is current, some just
-		// before the next bind moves the window to Q.
-		usleep(binds % 7 * 50);
-		if (!bind(qmr, binds + 1))
-			break;
-	}
+	int binds = binder.shuttle(mw, xkey, bad,
+				   [&](int id) { return bind(pmr, id); },
+				   [&](int id) { return bind(qmr, id); });
 	stop = true;
 	atomics.join();
 	CHECK(binds == 1000, "bind %d failed", binds);
@@ -685,8 +699,7 @@ void t_stale_window_atomic(Pair &p)
 	CHECK(ibv_dereg_mr(pmr) == 0 && ibv_dereg_mr(qmr) == 0, "dereg MRs");
 	munmap(pbuf, len);
 	munmap(qbuf, len);
-	CHECK(ibv_destroy_qp(binder.qp) == 0 && ibv_destroy_cq(binder.cq) == 0,
-	      "destroy the binding QP");
+	binder.close();
 }
 
 // The memory the kernel could still give, in KiB.
