@@ -11,6 +11,19 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # tmo SECONDS: a time limit, stretched on a slow (debug) kernel
 tmo() { echo $(( $1 * ${SROCE_TIME_SCALE:-1} )); }
 
+# qp_timeout: the RC transport timeout of the tests' QPs (perftest -u;
+# 4.096 us * 2^N): 14 (67 ms), one more per doubling of SROCE_TIME_SCALE,
+# as sroce-wire stretches it
+qp_timeout() {
+	local t=14 s=${SROCE_TIME_SCALE:-1}
+
+	while [ "$s" -gt 1 ] && [ $t -lt 20 ]; do
+		s=$((s / 2))
+		t=$((t + 1))
+	done
+	echo $t
+}
+
 # expect_eq WHAT EXPECTED ACTUAL
 expect_eq() {
 	[ "$2" = "$3" ] || fail "$1: expected '$2', got '$3'"

@@ -70,7 +70,7 @@ for s in a b; do
 	done
 	for t in write read send atomic; do
 		port=$((port + 1))
-		args="-d $dev -x $gidx -p $port -F -n 100"
+		args="-d $dev -x $gidx -p $port -F -n 100 -u $(qp_timeout)"
 		[ $t != atomic ] && args+=" -s 65536"
 		step "ib_${t}_bw server $s client $c" $s \
 			"ib_${t}_bw $args" "ib_${t}_bw $args $PEER4"

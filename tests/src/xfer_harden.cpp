@@ -682,8 +682,11 @@ void t_stale_window_atomic(Pair &p)
 	atomics.join();
 	CHECK(binds == 1000, "bind %d failed", binds);
 	CHECK(!bad, "an atomic failed other than with a remote access error");
-	CHECK(landed > 100, "only %ld atomics landed during 500 binds: the "
-	      "test proves nothing", long(landed));
+	// At least one atomic per ten moves of the window (more than one per
+	// move on the normal kernel, one in eight on the debug kernel).
+	CHECK(landed + refused >= 50, "only %ld atomics (%ld refused) during "
+	      "500 binds: the test proves nothing", long(landed + refused),
+	      long(refused));
 	uint64_t count;
 	memcpy(&count, pbuf, 8);
 	CHECK(count == uint64_t(landed), "P's word is %llu after %ld atomics "
