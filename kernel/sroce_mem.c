@@ -230,8 +230,10 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @to_mem: copy @buf into the memory (else the memory into @buf)
  *
  * May sleep (an ODP MR's pages are faulted in).
- * Return: 0, or -EFAULT when an ODP MR's memory cannot be had (nothing
- * mapped there, or not writable for a write); some bytes may be copied.
+ * Return: 0; or for an ODP MR, -EFAULT when its memory cannot be had
+ * (nothing mapped there, or not writable for a write) and -ENOMEM when a
+ * child umem of its range cannot be allocated; some bytes may have been
+ * copied.
  */
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem)
@@ -334,7 +336,8 @@ static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
  * @orig: set to the original value
  *
  * Atomic with respect to every other sroce atomic on the machine.
- * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
+ * (a child umem of its range cannot be allocated); nothing done on error.
  */
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig)
@@ -351,7 +354,8 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
  * @val: the bytes to store, in memory order
  *
  * No other sroce atomic sees the location half written.
- * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
+ * (a child umem of its range cannot be allocated); nothing done on error.
  */
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {
