@@ -107,6 +107,14 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
  * The window whose table index @key has, under RCU. A bind names its
  * window by any key it had (the provider knows the one from allocation or
  * the last type 1 bind); invalidation must give the current key.
+ *
+ * Callers take the entry's lock with spin_lock_bh() before they leave the
+ * RCU read-side section, and may use the entry until spin_unlock_bh():
+ * sroce_dealloc_mw() frees it with kfree_rcu() after erasing it from the
+ * table, and a region with bottom halves disabled is itself an RCU reader
+ * that grace period waits for (Documentation/RCU/whatisRCU.rst), so the
+ * entry stays allocated until the caller unlocks it. If sroce_dealloc_mw()
+ * took the lock first, the caller finds the entry SROCE_MEM_FREE.
  */
 static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
 {
@@ -169,6 +177,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	err = -EINVAL;
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, b->mw_key);
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
@@ -228,6 +237,7 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, key);
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
