@@ -8,10 +8,12 @@
  * (sroce_map_atomic(), sroce_map_atomic_write()) through that one map and
  * drops it (sroce_map_put()). Maps never change once published: MRs
  * (sroce_mr.c) and windows (sroce_mw.c) replace theirs as a whole. An ODP
- * map's pages are faulted in as the access goes (sroce_odp.c).
+ * map's pages are faulted in as the access goes (sroce_odp.c). The keys
+ * themselves are handed out here too (sroce_mem_add_key()).
  */
 #include <linux/highmem.h>
 #include <linux/overflow.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -107,6 +109,33 @@ struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 	kref_get(&mr_map->pin->ref);
 	map->base = iova - addr + mr_map->base;
 	return map;
+}
+
+/**
+ * sroce_mem_add_key - put a memory table entry in the table, with a new key
+ * @sdev: the device
+ * @mem: an MR's or a window's entry, not in the table yet, whose key is 0
+ *
+ * The entry gets a free index of sdev->mem_xa, allocated cyclically so
+ * that an index is not handed out again right after it is freed (a stale
+ * key then finds nothing, or an entry whose tag most likely differs), and
+ * the key made of that index and a random 8-bit tag. Lookups may find the
+ * entry from the moment it is stored, but no key matches it until its key
+ * is set (index 0, the only one a key of 0 names, is never allocated).
+ * Return: 0, or -EBUSY when every index is in use, or -ENOMEM.
+ */
+int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
+{
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mem,
+			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
+			      &sdev->mem_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	WRITE_ONCE(mem->key, index << SROCE_KEY_TAG_BITS | get_random_u8());
+	return 0;
 }
 
 /*

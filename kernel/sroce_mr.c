@@ -17,7 +17,6 @@
 #include <rdma/ib_umem_odp.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -171,21 +170,16 @@ static void sroce_mr_free(struct sroce_mr *mr)
 	kfree_rcu(mr, rcu);
 }
 
-/* Give @mr a key: a fresh table index and a random tag. */
+/* Give @mr a key (sroce_mem_add_key()), its lkey and rkey alike. */
 static int sroce_mr_add_key(struct sroce_mr *mr)
 {
-	struct sroce_dev *sdev = mr->sdev;
-	u32 index;
 	int err;
 
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &mr->mem,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
-	if (err < 0)
+	err = sroce_mem_add_key(mr->sdev, &mr->mem);
+	if (err)
 		return err;
-	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
-	mr->ibmr.rkey = mr->ibmr.lkey;
-	mr->mem.key = mr->ibmr.lkey;
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
 	return 0;
 }
 

@@ -15,7 +15,6 @@
  *   type 1 may be bound again while VALID; dealloc from any state.
  */
 #include <linux/overflow.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -31,7 +30,6 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibmw->device);
 	struct sroce_mw *mw = to_smw(ibmw);
 	struct sroce_mw_ent *ent;
-	u32 index;
 	int err;
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
@@ -50,12 +48,9 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	spin_lock_init(&ent->lock);
 	ent->type = ibmw->type;
 	ent->pd = ibmw->pd;
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &ent->mem,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
-	if (err < 0)
+	err = sroce_mem_add_key(sdev, &ent->mem);
+	if (err)
 		goto err_free;
-	ent->mem.key = index << SROCE_KEY_TAG_BITS | get_random_u8();
 	ibmw->rkey = ent->mem.key;
 	mw->ent = ent;
 	return 0;
