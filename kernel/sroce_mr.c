@@ -243,6 +243,9 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * addresses are kernel virtual addresses, and this MR covers all of them.
  * Only kernel PDs have one; a remote key for it exists only when the
  * consumer asked for IB_PD_UNSAFE_GLOBAL_RKEY.
+ *
+ * Return: the MR; or ERR_PTR(-ENOMEM) at max_mr or without memory, or
+ * ERR_PTR(-EBUSY) when every key index is in use.
  */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
@@ -263,6 +266,10 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
  * It starts invalid: IB_WR_REG_MR (after ops.map_mr_sg) makes it valid
  * with the key the consumer chose (same index, its own tag byte);
  * IB_WR_LOCAL_INV or a remote SEND_WITH_INV make it invalid again.
+ *
+ * Return: the MR; or ERR_PTR(-EINVAL) for another @type, or @max_num_sg 0
+ * or above SROCE_MAX_FAST_REG_PAGES; ERR_PTR(-ENOMEM) at max_mr or without
+ * memory; ERR_PTR(-EBUSY) when every key index is in use.
  */
 struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg)
