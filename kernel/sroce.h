@@ -112,8 +112,12 @@ enum sroce_counter {
  * @ah_next: next AH number to try
  * @srq_xa: XRC SRQ number -> struct sroce_srq (own xa_lock)
  * @srq_next: next XRC SRQ number to try
- * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
+ * @mem_xa: the memory table: key index -> struct sroce_mem, the entry of an
+ *          MR or a window (own xa_lock)
  * @mem_next: next index to try, so that indices are used round-robin
+ * @counters: the device's statistics, indexed by enum sroce_counter: added
+ *            to atomically from any context (sroce_count()), read by
+ *            ops.get_hw_stats ("rdma statistic")
  */
 struct sroce_dev {
 	struct ib_device ibdev;
@@ -376,8 +380,14 @@ struct sroce_ah {
  * @cap: the capacities the QP was created with
  * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
  * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
- * @sq: send ring; @sq_cons is the kernel's consumer index
- * @rq: receive ring; @rq_cons is the kernel's consumer index
+ * @sq: send ring
+ * @sq_cons: the index after the last send WQE the engine has taken from @sq
+ *           into @sq_copy; @sq_comp, not this, is published as the ring's
+ *           consumer index (under @lock)
+ * @rq: receive ring (none with an SRQ, or for an XRC QP)
+ * @rq_cons: the kernel's consumer index of @rq: the oldest receive WQE not
+ *           completed, the one the responder holds a copy of or takes next;
+ *           advanced and published as each completes (under @lock)
  * @work: runs the QP's engine (process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
  * @active: what the engine last published as the SQ's kernel_active

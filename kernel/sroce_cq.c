@@ -130,8 +130,13 @@ static int sroce_cq_pending(struct sroce_cq *cq)
  * @udata: the new ring's geometry goes back here
  *
  * Entries not yet polled move to the new ring, which the provider maps in
- * place of the old one while it holds the CQ (no concurrent poll). Fails
- * with -EINVAL if they would not fit.
+ * place of the old one while it holds the CQ (no concurrent poll).
+ *
+ * Return: 0; -EINVAL for @cqe out of [1, SROCE_MAX_CQE] or when the entries
+ * not yet polled would not fit; -EIO when the CQ's consumer index is
+ * corrupt; -ENOMEM without memory for the new ring. Or, with the CQ on
+ * its new ring already, -EINVAL when @udata has no room for the new
+ * ring's geometry and -EFAULT when it cannot be copied there.
  */
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
@@ -191,8 +196,10 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
  * @solicited: the completion is for a solicited event
  *
  * Raises the completion event if the consumer asked for it. A full CQ (or
- * one whose consumer index is corrupt) is in error: the completion is lost,
- * IB_EVENT_CQ_ERR is reported and -ENOSPC returned.
+ * one whose consumer index is corrupt) is in error: the completion is lost
+ * and IB_EVENT_CQ_ERR is reported.
+ *
+ * Return: 0, or -ENOSPC when the CQ is in error.
  */
 int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
 		  const struct sroce_cqe *cqe, bool solicited)

@@ -8,10 +8,12 @@
  * (sroce_map_atomic(), sroce_map_atomic_write()) through that one map and
  * drops it (sroce_map_put()). Maps never change once published: MRs
  * (sroce_mr.c) and windows (sroce_mw.c) replace theirs as a whole. An ODP
- * map's pages are faulted in as the access goes (sroce_odp.c).
+ * map's pages are faulted in as the access goes (sroce_odp.c). The keys
+ * themselves are handed out here too (sroce_mem_add_key()).
  */
 #include <linux/highmem.h>
 #include <linux/overflow.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -107,6 +109,33 @@ struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 	kref_get(&mr_map->pin->ref);
 	map->base = iova - addr + mr_map->base;
 	return map;
+}
+
+/**
+ * sroce_mem_add_key - put a memory table entry in the table, with a new key
+ * @sdev: the device
+ * @mem: an MR's or a window's entry, not in the table yet, whose key is 0
+ *
+ * The entry gets a free index of sdev->mem_xa, allocated cyclically so
+ * that an index is not handed out again right after it is freed (a stale
+ * key then finds nothing, or an entry whose tag most likely differs), and
+ * the key made of that index and a random 8-bit tag. Lookups may find the
+ * entry from the moment it is stored, but no key matches it until its key
+ * is set (index 0, the only one a key of 0 names, is never allocated).
+ * Return: 0, or -EBUSY when every index is in use, or -ENOMEM.
+ */
+int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
+{
+	u32 index;
+	int err;
+
+	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mem,
+			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
+			      &sdev->mem_next, GFP_KERNEL);
+	if (err < 0)
+		return err;
+	WRITE_ONCE(mem->key, index << SROCE_KEY_TAG_BITS | get_random_u8());
+	return 0;
 }
 
 /*
@@ -230,8 +259,10 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @to_mem: copy @buf into the memory (else the memory into @buf)
  *
  * May sleep (an ODP MR's pages are faulted in).
- * Return: 0, or -EFAULT when an ODP MR's memory cannot be had (nothing
- * mapped there, or not writable for a write); some bytes may be copied.
+ * Return: 0; or for an ODP MR, -EFAULT when its memory cannot be had
+ * (nothing mapped there, or not writable for a write) and -ENOMEM when a
+ * child umem of its range cannot be allocated; some bytes may have been
+ * copied.
  */
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem)
@@ -334,7 +365,8 @@ static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
  * @orig: set to the original value
  *
  * Atomic with respect to every other sroce atomic on the machine.
- * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
+ * (a child umem of its range cannot be allocated); nothing done on error.
  */
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig)
@@ -351,7 +383,8 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
  * @val: the bytes to store, in memory order
  *
  * No other sroce atomic sees the location half written.
- * Return: 0, or -EFAULT (an ODP MR's page cannot be had; nothing done).
+ * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
+ * (a child umem of its range cannot be allocated); nothing done on error.
  */
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {

@@ -233,6 +233,7 @@ static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 }
 
 /* sroce_mem.c */
+int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);

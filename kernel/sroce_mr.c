@@ -17,7 +17,6 @@
 #include <rdma/ib_umem_odp.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -171,21 +170,16 @@ static void sroce_mr_free(struct sroce_mr *mr)
 	kfree_rcu(mr, rcu);
 }
 
-/* Give @mr a key: a fresh table index and a random tag. */
+/* Give @mr a key (sroce_mem_add_key()), its lkey and rkey alike. */
 static int sroce_mr_add_key(struct sroce_mr *mr)
 {
-	struct sroce_dev *sdev = mr->sdev;
-	u32 index;
 	int err;
 
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &mr->mem,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
-	if (err < 0)
+	err = sroce_mem_add_key(mr->sdev, &mr->mem);
+	if (err)
 		return err;
-	mr->ibmr.lkey = index << SROCE_KEY_TAG_BITS | get_random_u8();
-	mr->ibmr.rkey = mr->ibmr.lkey;
-	mr->mem.key = mr->ibmr.lkey;
+	mr->ibmr.lkey = mr->mem.key;
+	mr->ibmr.rkey = mr->mem.key;
 	return 0;
 }
 
@@ -249,6 +243,9 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * addresses are kernel virtual addresses, and this MR covers all of them.
  * Only kernel PDs have one; a remote key for it exists only when the
  * consumer asked for IB_PD_UNSAFE_GLOBAL_RKEY.
+ *
+ * Return: the MR; or ERR_PTR(-ENOMEM) at max_mr or without memory, or
+ * ERR_PTR(-EBUSY) when every key index is in use.
  */
 struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
 {
@@ -269,6 +266,10 @@ struct ib_mr *sroce_get_dma_mr(struct ib_pd *ibpd, int access)
  * It starts invalid: IB_WR_REG_MR (after ops.map_mr_sg) makes it valid
  * with the key the consumer chose (same index, its own tag byte);
  * IB_WR_LOCAL_INV or a remote SEND_WITH_INV make it invalid again.
+ *
+ * Return: the MR; or ERR_PTR(-EINVAL) for another @type, or @max_num_sg 0
+ * or above SROCE_MAX_FAST_REG_PAGES; ERR_PTR(-ENOMEM) at max_mr or without
+ * memory; ERR_PTR(-EBUSY) when every key index is in use.
  */
 struct ib_mr *sroce_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg)

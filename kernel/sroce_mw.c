@@ -15,7 +15,6 @@
  *   type 1 may be bound again while VALID; dealloc from any state.
  */
 #include <linux/overflow.h>
-#include <linux/random.h>
 #include <linux/slab.h>
 
 #include "sroce.h"
@@ -31,7 +30,6 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	struct sroce_dev *sdev = to_sdev(ibmw->device);
 	struct sroce_mw *mw = to_smw(ibmw);
 	struct sroce_mw_ent *ent;
-	u32 index;
 	int err;
 
 	if (ibmw->type != IB_MW_TYPE_1 && ibmw->type != IB_MW_TYPE_2)
@@ -50,12 +48,9 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	spin_lock_init(&ent->lock);
 	ent->type = ibmw->type;
 	ent->pd = ibmw->pd;
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, &ent->mem,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
-	if (err < 0)
+	err = sroce_mem_add_key(sdev, &ent->mem);
+	if (err)
 		goto err_free;
-	ent->mem.key = index << SROCE_KEY_TAG_BITS | get_random_u8();
 	ibmw->rkey = ent->mem.key;
 	mw->ent = ent;
 	return 0;
@@ -107,6 +102,14 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
  * The window whose table index @key has, under RCU. A bind names its
  * window by any key it had (the provider knows the one from allocation or
  * the last type 1 bind); invalidation must give the current key.
+ *
+ * Callers take the entry's lock with spin_lock_bh() before they leave the
+ * RCU read-side section, and may use the entry until spin_unlock_bh():
+ * sroce_dealloc_mw() frees it with kfree_rcu() after erasing it from the
+ * table, and a region with bottom halves disabled is itself an RCU reader
+ * that grace period waits for (Documentation/RCU/whatisRCU.rst), so the
+ * entry stays allocated until the caller unlocks it. If sroce_dealloc_mw()
+ * took the lock first, the caller finds the entry SROCE_MEM_FREE.
  */
 static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
 {
@@ -169,6 +172,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	err = -EINVAL;
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, b->mw_key);
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
@@ -228,6 +232,7 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, key);
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();

@@ -53,6 +53,8 @@ static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
  * sroce_pkt_from - was a received packet sent from @gid?
  * @skb: the packet, its network header set
  * @gid: a RoCEv2 GID (IPv4-mapped for IPv4)
+ *
+ * Return: true if the packet's source IP address is @gid's.
  */
 bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
 {
@@ -261,7 +263,9 @@ static struct sk_buff *sroce_skb_alloc(unsigned int size)
  *
  * The BTH is filled but for the destination QPN, the AckReq and SE bits;
  * the caller fills the other headers and the payload (SROCE_PKT(skb)->hdr_len
- * bytes in). Return: the packet, or NULL without memory.
+ * bytes in).
+ *
+ * Return: the packet, or NULL without memory.
  */
 struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 				const struct sroce_av *av, u8 opcode, u32 psn,

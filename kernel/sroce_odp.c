@@ -260,8 +260,10 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
  * address with the range's umem_mutex held, so that no invalidation takes
  * the page away until sroce_odp_unlock().
  *
- * Return: the kernel address of @va, or ERR_PTR(-EFAULT) when the page
- * cannot be had (not mapped, or not writable for a write).
+ * Return: the kernel address of @va; or ERR_PTR(-EFAULT) when the page
+ * cannot be had (not mapped, not writable for a write, or its process has
+ * exited); or ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's
+ * chunk cannot be allocated.
  */
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		     struct ib_umem_odp **locked)
@@ -321,7 +323,9 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
  * @to_mem: copy @buf into the memory (else the memory into @buf)
  *
  * Page by page, each faulted in and held only for its copy.
- * Return: 0, or -EFAULT when a page cannot be had; some bytes may be copied.
+ * Return: 0; or -EFAULT when a page cannot be had, -ENOMEM when a chunk's
+ * child umem cannot be allocated (as sroce_odp_lock()); some bytes may
+ * have been copied.
  */
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem)
@@ -411,7 +415,7 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
  * no MR (or one that is not ODP); -EINVAL for a memory window's key;
  * -EPERM for an MR of another PD, or PREFETCH_WRITE of an MR without local
  * write; -EFAULT for a range outside its MR, or memory that cannot be
- * faulted in.
+ * faulted in; -ENOMEM when no memory is left for the list of maps.
  */
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,

@@ -184,6 +184,13 @@ static int sroce_qp_copy_resp(struct sroce_qp *qp, struct ib_udata *udata)
  * @init: its attributes; the capacities really given are written back
  * @udata: the provider's command, or NULL for a kernel consumer, whose
  *         rings are kernel memory filled by ops.post_send/post_recv
+ *
+ * Return: 0; -EOPNOTSUPP for another QP type or any create flag; -EINVAL
+ * for a GSI QP from user space, an XRC target QP without an XRC domain, a
+ * response buffer too short, or capacities above the device's; -ENOMEM at
+ * max_qp or without memory; -EBUSY when the device has its GSI QP already
+ * or no QP number is free; -EFAULT when the response cannot be copied to
+ * @udata.
  */
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata)
@@ -647,7 +654,9 @@ static int sroce_post_one_send(struct sroce_qp *qp, const struct ib_send_wr *wr,
  * @wr: the list of WRs
  * @bad_wr: set to the first WR not posted, on error
  *
- * Any context. Return: 0; -EINVAL for a QP that cannot send yet or a bad
+ * Any context.
+ *
+ * Return: 0; -EINVAL for a user QP, a QP that cannot send yet, or a bad
  * WR; -ENOMEM when the send queue is full.
  */
 int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
@@ -701,7 +710,9 @@ out:
  * @wr: the list of WRs
  * @bad_wr: set to the first WR not posted, on error
  *
- * Any context. Return: 0; -EINVAL for a QP in RESET, with an SRQ, or a WR
+ * Any context.
+ *
+ * Return: 0; -EINVAL for a user QP, a QP in RESET or with an SRQ, or a WR
  * with too many SGEs; -ENOMEM when the receive queue is full.
  */
 int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,

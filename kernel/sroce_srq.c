@@ -187,7 +187,9 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
  * @wr: the list of WRs
  * @bad_wr: set to the first WR not posted, on error
  *
- * Any context. Return: 0, -ENOMEM when the SRQ is full, -EINVAL for a WR
+ * Any context.
+ *
+ * Return: 0, -ENOMEM when the SRQ is full, -EINVAL for a user SRQ or a WR
  * with too many SGEs.
  */
 int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
@@ -213,7 +215,10 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
  * @wqe: where the WQE is copied (the SRQ's slot size)
  *
  * Disarms the limit and raises IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs
- * than the limit remain. Return: false if the SRQ is empty.
+ * than the limit remain.
+ *
+ * Return: true with the WQE copied to @wqe; false if the SRQ is empty (or
+ * its producer index is corrupt).
  */
 bool sroce_srq_take(struct sroce_srq *srq, void *wqe)
 {

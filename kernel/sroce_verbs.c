@@ -392,6 +392,9 @@ static const struct ib_device_ops sroce_dev_ops = {
  * The ib_device's parent is the net_device's parent (when it has one) so
  * that /sys/class/infiniband/NAME/device/net/ leads to the net_device, as it
  * does for hardware RoCE devices.
+ *
+ * Return: 0, or the error of ib_device_set_netdev() or ib_register_device()
+ * (-ENFILE for a name already taken).
  */
 int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
 {

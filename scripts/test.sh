@@ -38,6 +38,31 @@ install_layout() {
 }
 host_test "make install/uninstall layout" install_layout
 
+# The kernel-doc comments parse and describe every parameter and member.
+# kernel-doc comes with linux-headers, which install-deps.sh installs: not
+# finding it is a failure. Build products (sroce.mod.c) are not ours.
+kernel_doc_clean() {
+	local kd="" f out src=()
+	for f in "/usr/src/linux-headers-$(uname -r)/scripts/kernel-doc" \
+		"/lib/modules/$(uname -r)/build/scripts/kernel-doc" \
+		"/lib/modules/$(scripts/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
+		$(ls -d /usr/src/linux-headers-*/scripts/kernel-doc 2>/dev/null |
+		  sort -rV); do
+		[ -x "$f" ] && { kd=$f; break; }
+	done
+	[ -n "$kd" ] || {
+		echo "no scripts/kernel-doc in /usr/src/linux-headers-*" \
+		     "(scripts/install-deps.sh installs linux-headers)"
+		return 1
+	}
+	for f in kernel/*.c kernel/*.h; do
+		[[ $f == *.mod.c ]] || src+=("$f")
+	done
+	out=$("$kd" -none "${src[@]}" 2>&1) || { echo "$kd failed:"; echo "$out"; return 1; }
+	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
+}
+host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
+
 # Two VMs joined by a socket link on 127.0.0.1 (scripts/vm-pair.sh), VM a
 # with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A step
 # passes when it passed on every VM that ran it; each VM's kernel log
