@@ -114,6 +114,7 @@ enum sroce_counter {
  * @srq_next: next XRC SRQ number to try
  * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
  * @mem_next: next index to try, so that indices are used round-robin
+ * @counters: the port counters, by enum sroce_counter (atomic, no lock)
  */
 struct sroce_dev {
 	struct ib_device ibdev;
@@ -376,8 +377,10 @@ struct sroce_ah {
  * @cap: the capacities the QP was created with
  * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
  * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
- * @sq: send ring; @sq_cons is the kernel's consumer index
- * @rq: receive ring; @rq_cons is the kernel's consumer index
+ * @sq: send ring
+ * @sq_cons: the kernel's consumer index of @sq
+ * @rq: receive ring
+ * @rq_cons: the kernel's consumer index of @rq
  * @work: runs the QP's engine (process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
  * @active: what the engine last published as the SQ's kernel_active
