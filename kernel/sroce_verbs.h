@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * sroce: the driver's objects - device, PD, CQ, SRQ, AH and QP - with the
+ * to_*() helpers that reach them from ib_core's, and what a QP is (its
+ * transport, whether it sends). Each structure says which lock protects
+ * which field.
+ */
+#ifndef SROCE_VERBS_H
+#define SROCE_VERBS_H
+
+#include <linux/completion.h>
+#include <linux/list.h>
+#include <linux/refcount.h>
+#include <linux/skbuff.h>
+#include <linux/timer.h>
+#include <linux/mutex.h>
+#include <linux/netdevice.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include <rdma/sroce-abi.h>
+
+#include "sroce_hdr.h"
+#include "sroce_param.h"
+#include "sroce_queue.h"
+
+/*
+ * Port counters ("rdma statistic show link DEV/1"); names in sroce_verbs.c.
+ * Packets and bytes count the RoCEv2 payload, headers excluded.
+ */
+enum sroce_counter {
+	SROCE_CNT_SENT_PKTS,
+	SROCE_CNT_SENT_BYTES,
+	SROCE_CNT_RCVD_PKTS,
+	SROCE_CNT_RCVD_BYTES,
+	SROCE_CNT_RETRANSMITS,		/* go-back resends (NAK, timeout, RNR) */
+	SROCE_CNT_TIMEOUTS,		/* transport timer expiries */
+	SROCE_CNT_RETRY_EXCEEDED,
+	SROCE_CNT_RNR_RETRY_EXCEEDED,
+	SROCE_CNT_DUP_REQ,		/* duplicate requests answered */
+	SROCE_CNT_OUT_OF_SEQ_REQ,	/* requests ahead of the expected PSN */
+	SROCE_CNT_NAK_SEQ_SENT,
+	SROCE_CNT_NAK_INV_SENT,
+	SROCE_CNT_NAK_ACCESS_SENT,
+	SROCE_CNT_NAK_OP_SENT,
+	SROCE_CNT_RNR_NAK_SENT,
+	SROCE_CNT_NAK_SEQ_RCVD,
+	SROCE_CNT_NAK_INV_RCVD,
+	SROCE_CNT_NAK_ACCESS_RCVD,
+	SROCE_CNT_NAK_OP_RCVD,
+	SROCE_CNT_RNR_NAK_RCVD,
+	SROCE_CNT_ICRC_ERR,		/* dropped: bad ICRC */
+	SROCE_CNT_DROP_MALFORMED,	/* dropped: opcode, header or length */
+	SROCE_CNT_DROP_NO_QP,		/* dropped: no such QP */
+	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
+	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
+	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
+	SROCE_CNT_DROP_UC_MSG,		/* UC packets dropped: bad, or no message */
+	SROCE_CNT_DROP_RX_FULL,		/* dropped: the QP's receive queue full */
+	SROCE_CNT_DROP_BAD_QKEY,	/* dropped: a UD Q_Key not the QP's */
+	SROCE_CNT_DROP_NO_RWQE,		/* dropped: UD/UC, no receive WQE */
+	SROCE_CNT_DROP_NO_MEM,		/* dropped: no memory for a copy */
+	SROCE_NUM_COUNTERS,
+};
+
+/**
+ * struct sroce_dev - one sroce device, bound to one net_device
+ * @ibdev: the ib_device; must be first (ib_alloc_device)
+ * @ndev: the net_device carrying our traffic; set once at creation, the
+ *        reference is held by ib_device_set_netdev() until unregistration
+ * @list: entry in the driver's device list, protected by sroce_dev_lock
+ * @port_state: last port state reported to ib_core, protected by @state_lock
+ * @state_lock: serialises port state changes and their async events
+ * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
+ * @num_cq: CQs allocated on this device (bounded by SROCE_MAX_CQ)
+ * @num_mr: MRs registered on this device (bounded by SROCE_MAX_MR)
+ * @num_mw: memory windows on this device (bounded by SROCE_MAX_MW)
+ * @num_qp: QPs on this device (bounded by SROCE_MAX_QP)
+ * @qp_xa: QP number -> struct sroce_qp (own xa_lock)
+ * @num_ah: address handles on this device (bounded by SROCE_MAX_AH)
+ * @num_srq: SRQs on this device (bounded by SROCE_MAX_SRQ)
+ * @mcast_lock: protects @mcast_groups and @num_mcast_grp (taken in softirq)
+ * @mcast_groups: the multicast groups QPs are attached to
+ * @num_mcast_grp: how many
+ * @ah_xa: AH number -> struct sroce_ah (own xa_lock)
+ * @ah_next: next AH number to try
+ * @srq_xa: XRC SRQ number -> struct sroce_srq (own xa_lock)
+ * @srq_next: next XRC SRQ number to try
+ * @mem_xa: the memory table: key index -> struct sroce_mr (own xa_lock)
+ * @mem_next: next index to try, so that indices are used round-robin
+ * @counters: the port counters, by enum sroce_counter (atomic, no lock)
+ */
+struct sroce_dev {
+	struct ib_device ibdev;
+	struct net_device *ndev;
+	struct list_head list;
+
+	struct mutex state_lock; /* protects port_state */
+	enum ib_port_state port_state;
+
+	atomic_t num_pd;
+	atomic_t num_cq;
+	atomic_t num_mr;
+	atomic_t num_mw;
+	struct xarray mem_xa;
+	u32 mem_next;
+	atomic_t num_qp;
+	struct xarray qp_xa;
+	atomic_t num_ah;
+	atomic_t num_srq;
+	spinlock_t mcast_lock; /* see above */
+	struct list_head mcast_groups;
+	unsigned int num_mcast_grp;
+	struct xarray ah_xa;
+	u32 ah_next;
+	struct xarray srq_xa;
+	u32 srq_next;
+	atomic64_t counters[SROCE_NUM_COUNTERS];
+};
+
+static inline void sroce_count_add(struct sroce_dev *sdev,
+				   enum sroce_counter c, u64 n)
+{
+	atomic64_add(n, &sdev->counters[c]);
+}
+
+static inline void sroce_count(struct sroce_dev *sdev, enum sroce_counter c)
+{
+	atomic64_inc(&sdev->counters[c]);
+}
+
+struct sroce_ucontext {
+	struct ib_ucontext ibuc;
+};
+
+struct sroce_pd {
+	struct ib_pd ibpd;
+};
+
+struct sroce_xrcd {
+	struct ib_xrcd ibxrcd;
+};
+
+/**
+ * struct sroce_cq - a completion queue
+ * @ibcq: ib_core's CQ
+ * @lock: serialises producers (and a kernel CQ's pollers); protects @ring,
+ *        @prod, @kqp and @kcons
+ * @ring: the CQE ring, shared with the provider unless the CQ is a kernel
+ *        consumer's
+ * @prod: the kernel's producer index (the shared one is only written)
+ * @kqp: kernel CQ only: the QP of each slot's completion (for ib_wc.qp)
+ * @kcons: kernel CQ only: the consumer index of ops.poll_cq
+ */
+struct sroce_cq {
+	struct ib_cq ibcq;
+	spinlock_t lock; /* see above */
+	struct sroce_ring ring;
+	u32 prod;
+	struct ib_qp **kqp;
+	u32 kcons;
+};
+
+/* A RoCEv2 destination: what a connected QP's (or an AH's) path needs. */
+struct sroce_av {
+	union ib_gid sgid;
+	union ib_gid dgid;
+	enum rdma_network_type net_type;	/* IPv4 or IPv6 */
+	u32 flow_label;
+	u8 sgid_index;
+	u8 hop_limit;
+	u8 traffic_class;
+	u8 sl;
+	u8 dmac[ETH_ALEN];
+};
+
+/* Local operations: no packet, done when executed. */
+static inline bool sroce_wr_is_local(u32 opcode)
+{
+	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
+	       opcode == IB_UVERBS_WR_BIND_MW;
+}
+
+/* A send WQE's progress, beside its copy in sroce_qp.sq_copy. */
+struct sroce_swqe {
+	u32 first_psn;
+	u32 last_psn;
+	u32 len;		/* message bytes */
+	u32 resp_pkts;		/* READ: response packets taken, in order */
+	u32 mtu;		/* payload bytes per packet, fixed when its
+				 * first packet is sent: an SQD to SQD path
+				 * change must not reshape a message
+				 */
+	u8 done;		/* all its packets are sent (local: executed) */
+	u8 gap;			/* a response was missing: it is being re-sent */
+};
+
+/**
+ * struct sroce_req - requester state (under sroce_qp.lock)
+ * @next: index of the WQE being sent (sq_comp <= next <= sq_cons)
+ * @sent: bytes of it already sent
+ * @psn: PSN of the next request packet
+ * @psn_hi: one past the highest PSN sent (@psn goes back on a retry, this
+ *	does not): responses must be for PSNs before it
+ * @rd_atomic: READ and atomic WQEs sent and not completed
+ * @noack_pkts: packets sent since the last that asked for an ACK
+ * @acked_psn: the first PSN the peer has not acknowledged (by an ACK, a
+ *	NAK's PSN, a READ response or an atomic ACK): the send window
+ *	starts there
+ * @retries: transport retries left for the oldest WQE
+ * @rnr_retries: RNR retries left for the oldest WQE
+ * @nak_psn: the PSN of the last sequence NAK
+ * @rnr_wait: sending is paused until @timer fires
+ * @deadline: when the transport timer expires (jiffies), pushed forward
+ *	on progress without touching the timer itself
+ * @retry_on: the transport timer is running (requests are outstanding)
+ * @timed_out: the retry timer fired (set by the timer, taken by the engine)
+ */
+struct sroce_req {
+	unsigned long deadline;
+	u32 next;
+	u32 sent;
+	u32 psn;
+	u32 psn_hi;
+	u32 rd_atomic;
+	u32 noack_pkts;
+	u32 acked_psn;
+	u32 nak_psn;
+	u8 retries;
+	u8 rnr_retries;
+	bool retry_on;
+	bool rnr_wait;
+	bool timed_out;
+};
+
+/**
+ * struct sroce_resp - responder state (under sroce_qp.lock)
+ * @epsn: the PSN expected next
+ * @msn: messages completed
+ * @opcode: opcode of the last packet of the message in progress, or -1
+ * @nak_sent: a sequence NAK was sent for @epsn
+ * @rwqe: copy of the receive WQE a SEND in progress fills (rq slot size)
+ * @rwqe_valid: @rwqe holds a WQE (taken from the RQ at the first packet)
+ * @offset: bytes of the message received so far
+ * @rkey: the key an RDMA WRITE in progress writes through; each of its
+ *        packets looks it up again (sroce_resp_msg_map())
+ * @map_id: the map its first packet found, which each packet must find
+ * @va: where its next byte goes
+ * @resid: bytes of the RDMA WRITE still expected
+ * @wlen: the RDMA WRITE's length
+ * @read_rkey: the key a READ being answered reads through, looked up for
+ *             each response
+ * @read_map_id: the map the READ request found
+ * @read_va: where its next response reads
+ * @read_left: bytes still to send
+ * @read_sent: bytes sent
+ * @read_psn: PSN of its next response
+ * @srq: XRC target QPs: the SRQ the XRCETH of the packet (or message) in
+ *       progress names, a reference; its PD checks memory accesses, its
+ *       WQEs receive and its CQ completes
+ * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
+ * @res: the responder resources: the last SROCE_MAX_RD_ATOMIC READs and
+ *       atomics taken, so that a duplicate is answered again (a READ from
+ *       memory, an atomic with the value it fetched, never executed twice)
+ *       and a PSN no request had is ignored
+ * @res_next: where the next one is recorded in @res
+ * @ack_owed: an ACK asked for is not sent yet: it goes out once the packets
+ *            queued now are taken, or before any other answer, so a burst
+ *            of messages gets one ACK (for @ack_psn)
+ * @ack_psn: the PSN the owed ACK acknowledges
+ * @acks_held: ACKs folded into the owed one
+ */
+struct sroce_resp {
+	u32 epsn;
+	u32 msn;
+	int opcode;
+	bool nak_sent;
+	bool ack_owed;
+	u32 ack_psn;
+	u32 acks_held;
+	void *rwqe;
+	bool rwqe_valid;
+	u32 offset;
+	u32 rkey;
+	u64 map_id;
+	u64 va;
+	u32 resid;
+	u32 wlen;
+	u32 read_rkey;
+	u64 read_map_id;
+	u64 read_va;
+	u32 read_left;
+	u32 read_sent;
+	u32 read_psn;
+	struct sroce_srq *srq;
+	u32 xrc_srqn;
+	struct sroce_res {
+		u64 orig;	/* atomic: the value fetched */
+		u32 first_psn;
+		u32 last_psn;	/* READ: of its last response */
+		u8 kind;	/* SROCE_RES_* */
+	} res[SROCE_MAX_RD_ATOMIC];
+	u32 res_next;
+};
+
+enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };
+
+/**
+ * struct sroce_srq - a shared receive queue
+ * @ibsrq: ib_core's SRQ
+ * @lock: serialises the QPs taking WQEs; protects @cons, @limit
+ * @ring: the receive WQE ring shared with the provider
+ * @cons: the kernel's consumer index
+ * @limit: raise IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs remain (0: off)
+ * @max_sge: SGEs a WQE may have
+ * @ref: XRC SRQs: held by the SRQ table and by each XRC target QP using
+ *       the SRQ for a packet or a message
+ * @released: completed when @ref drops to zero
+ */
+struct sroce_srq {
+	struct ib_srq ibsrq;
+	spinlock_t lock; /* see above */
+	struct sroce_ring ring;
+	u32 cons;
+	u32 limit;
+	u32 max_sge;
+	refcount_t ref;
+	struct completion released;
+};
+
+/**
+ * struct sroce_ah - an address handle (for UD sends)
+ * @ibah: ib_core's AH
+ * @av: the destination
+ * @ah_num: its number in sroce_dev.ah_xa, which UD WQEs name
+ * @loopback: the destination is one of our own GIDs
+ */
+struct sroce_ah {
+	struct ib_ah ibah;
+	struct sroce_av av;
+	u32 ah_num;
+	bool loopback;
+};
+
+/* A doorbell's list of the QPs it runs (the engine, sroce_task.c). */
+struct sroce_inline;
+
+/**
+ * struct sroce_qp - a queue pair
+ * @ibqp: ib_core's QP
+ * @lock: serialises modify, query and destroy; protects @attr, @av
+ * @attr: the attributes verbs set and query (qp_state among them)
+ * @av: the destination of a connected QP (valid once IB_QP_AV is set)
+ * @cap: the capacities the QP was created with
+ * @sq_sig_all: every send WR completes (IB_SIGNAL_ALL_WR)
+ * @post_lock: kernel QPs: serialises ops.post_send and ops.post_recv
+ * @sq: send ring
+ * @sq_cons: the kernel's consumer index of @sq
+ * @rq: receive ring
+ * @rq_cons: the kernel's consumer index of @rq
+ * @work: runs the QP's engine (process context, may sleep)
+ * @destroyed: set under @lock by destroy; the engine does nothing after it
+ * @active: what the engine last published as the SQ's kernel_active
+ * @inl: while a doorbell runs the engine (under @lock): where its loopback
+ *       packets list their QPs, or NULL
+ * @ref: held by the QP table, by each received packet queued to the QP and
+ *       by a doorbell's struct sroce_inline entry
+ * @released: completed when @ref drops to zero
+ * @rx_queue: received packets for the engine (own lock)
+ * @timer: RNR back-off; queues @work when it fires
+ * @retry_timer: RC transport timer (attribute timeout); pushed forward by
+ *               every acknowledgment, it fires only when nothing came back
+ * @mtu: bytes of payload per packet on the path
+ * @loopback: the destination is one of our own GIDs
+ * @sport: UDP source port of our packets
+ * @sq_copy: kernel copies of the send WQEs the engine has taken, by index
+ * @swqe: their progress, by index
+ * @sq_comp: the oldest send WQE not completed (published as the SQ's cons)
+ * @req: requester state
+ * @resp: responder state
+ */
+struct sroce_qp {
+	struct ib_qp ibqp;
+	struct mutex lock; /* see above */
+	struct ib_qp_attr attr;
+	struct sroce_av av;
+	struct ib_qp_cap cap;
+	bool sq_sig_all;
+	spinlock_t post_lock; /* see above */
+	struct sroce_ring sq;
+	u32 sq_cons;
+	struct sroce_ring rq;
+	u32 rq_cons;
+	struct work_struct work;
+	bool destroyed;
+	bool active;
+	struct sroce_inline *inl;
+	refcount_t ref;
+	struct completion released;
+	struct sk_buff_head rx_queue;
+	struct timer_list timer;
+	struct timer_list retry_timer;
+	u32 mtu;
+	bool loopback;
+	u16 sport;
+	void *sq_copy;
+	struct sroce_swqe *swqe;
+	u32 sq_comp;
+	struct sroce_req req;
+	struct sroce_resp resp;
+};
+
+static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct sroce_dev, ibdev);
+}
+
+static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)
+{
+	return container_of(ibpd, struct sroce_pd, ibpd);
+}
+
+static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
+{
+	return container_of(ibqp, struct sroce_qp, ibqp);
+}
+
+static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
+
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
+static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct sroce_cq, ibcq);
+}
+
+/* Datagram QPs: UD, and the GSI QP (QP1), which is UD on the wire. */
+static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_UD || qp->ibqp.qp_type == IB_QPT_GSI;
+}
+
+/*
+ * The send queue works: RTS, or SQD, where what was sent is still answered
+ * and sent again, until it drains.
+ */
+static inline bool sroce_qp_sends(const struct sroce_qp *qp)
+{
+	return qp->attr.qp_state == IB_QPS_RTS ||
+	       qp->attr.qp_state == IB_QPS_SQD;
+}
+
+/* Reliable connected QPs: RC, and the two halves of XRC. */
+static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
+}
+
+/* The transport bits of the opcodes the QP sends and accepts. */
+static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
+{
+	switch (qp->ibqp.qp_type) {
+	case IB_QPT_UC:
+		return SROCE_UC;
+	case IB_QPT_UD:
+	case IB_QPT_GSI:
+		return SROCE_UD;
+	case IB_QPT_XRC_INI:
+	case IB_QPT_XRC_TGT:
+		return SROCE_XRC;
+	default:
+		return SROCE_RC;
+	}
+}
+
+#endif /* SROCE_VERBS_H */
