@@ -44,9 +44,6 @@ static inline bool sroce_qp_rx_room(struct sroce_qp *qp)
 	return skb_queue_len_lockless(&qp->rx_queue) < SROCE_RX_QUEUE_MAX;
 }
 
-/* The engine's workqueue (sroce_main.c): unbound, process context. */
-extern struct workqueue_struct *sroce_wq;
-
 void sroce_qp_doorbell(struct sroce_qp *qp);
 bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp);
 

@@ -12,6 +12,7 @@
 #include <net/ip.h>
 
 #include "sroce.h"
+#include "sroce_task.h"
 
 struct sroce_mcast_member {
 	struct list_head list;
@@ -183,7 +184,7 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 			}
 			SROCE_PKT(copy)->qp = m->qp;
 			skb_queue_tail(&m->qp->rx_queue, copy);
-			queue_work(sroce_wq, &m->qp->work);
+			sroce_task_sched(m->qp);
 		}
 	}
 	spin_unlock_bh(&sdev->mcast_lock);

@@ -20,6 +20,7 @@
 #include <rdma/ib_cache.h>
 
 #include "sroce.h"
+#include "sroce_task.h"
 #include "sroce_hdr.h"
 
 static struct socket *sroce_sock4;
@@ -140,7 +141,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	skb_queue_tail(&qp->rx_queue, skb);
 	/* From a doorbell on this host: it runs the QP on its way out. */
 	if (!(inl && sroce_inline_add(inl, qp)))
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 	sroce_qp_put(qp);
 	return;
 drop:

@@ -13,6 +13,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_task.h"
 
 /* Bytes of a send slot: the header, then SGEs or inline data. */
 static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)
@@ -79,7 +80,7 @@ static void sroce_qp_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = from_timer(qp, t, timer);
 
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 static void sroce_qp_retry_timer(struct timer_list *t)
@@ -95,7 +96,7 @@ static void sroce_qp_retry_timer(struct timer_list *t)
 		return;
 	}
 	WRITE_ONCE(qp->req.timed_out, true);
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 void sroce_qp_put(struct sroce_qp *qp)
@@ -303,7 +304,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->timer);
 	del_timer_sync(&qp->retry_timer);
 	sroce_qp_put(qp);
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 	wait_for_completion(&qp->released);
 	cancel_work_sync(&qp->work);
 	del_timer_sync(&qp->timer);
@@ -503,7 +504,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	sroce_qp_publish_state(qp);
 	if (next != cur)
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 	err = 0;
 out:
 	mutex_unlock(&qp->lock);
@@ -691,7 +692,7 @@ out:
 	spin_unlock_irqrestore(&qp->post_lock, flags);
 	if (err)
 		*bad_wr = wr;
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 	return err;
 }
 
@@ -721,7 +722,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	spin_unlock_irqrestore(&qp->post_lock, flags);
 	/* A QP in error flushes what was posted. */
 	if (READ_ONCE(qp->rq.hdr->flush))
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 	return err;
 }
 
@@ -787,7 +788,7 @@ void sroce_qp_error(struct sroce_qp *qp)
 	sroce_resp_reset(qp);
 	sroce_qp_publish_state(qp);
 	sroce_qp_entered_error(qp);
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 /*
@@ -905,7 +906,7 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 
 	while (sroce_resp_continue(qp)) {
 		if (!budget--) {
-			queue_work(sroce_wq, &qp->work);
+			sroce_task_sched(qp);
 			return;
 		}
 		skb = skb_dequeue(&qp->rx_queue);
@@ -923,7 +924,7 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 		sroce_qp_put(qp);
 	}
 	/* A READ is still being answered: come back for the rest. */
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 static void sroce_qp_rx(struct sroce_qp *qp)
@@ -1020,7 +1021,7 @@ static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
 	    (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
 	     (qp->attr.qp_state == IB_QPS_ERR && qp->rq.hdr &&
 	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 out:
 	qp->inl = NULL;
 	mutex_unlock(&qp->lock);

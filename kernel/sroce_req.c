@@ -11,6 +11,7 @@
 #include <rdma/ib_addr.h>
 
 #include "sroce.h"
+#include "sroce_task.h"
 
 /* Packets sent per run of the engine before it lets others run. */
 #define SROCE_REQ_BUDGET 64
@@ -516,7 +517,7 @@ void sroce_req_run(struct sroce_qp *qp)
 				break;
 		}
 		if (!budget--) {
-			queue_work(sroce_wq, &qp->work);
+			sroce_task_sched(qp);
 			break;
 		}
 		if (sroce_wr_is_local(wqe->opcode)) {
