@@ -18,19 +18,6 @@
 #include "sroce_verbs.h"
 
 /*
- * The QPs a doorbell runs itself on its way out: those its packets went to
- * on loopback (each entry holds a reference), so that a reply on the same
- * host does not wait for a worker to be scheduled. Lives on the
- * doorbell's stack.
- */
-#define SROCE_INLINE_MAX 8
-struct sroce_inline {
-	struct sroce_qp *qp[SROCE_INLINE_MAX];
-	int n;
-	int done;	/* entries already run */
-};
-
-/*
  * Packets a QP's receive queue holds at most. A sender faster than the
  * engine, or a flood from anyone who knows the QPN, must not grow kernel
  * memory without bound: past this, packets are dropped as a NIC's full
@@ -43,8 +30,5 @@ static inline bool sroce_qp_rx_room(struct sroce_qp *qp)
 {
 	return skb_queue_len_lockless(&qp->rx_queue) < SROCE_RX_QUEUE_MAX;
 }
-
-void sroce_qp_doorbell(struct sroce_qp *qp);
-bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp);
 
 #endif /* SROCE_H */

@@ -94,7 +94,9 @@ u32 sroce_recv_slot_size(u32 max_sge);
 
 /* sroce_qp.c */
 void sroce_qp_put(struct sroce_qp *qp);
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 void sroce_qp_error(struct sroce_qp *qp);
+void sroce_qp_flush(struct sroce_qp *qp);
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
 		    u32 len, bool to_mem);

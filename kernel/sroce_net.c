@@ -138,10 +138,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	 */
 	qp = pkt->qp;
 	refcount_inc(&qp->ref);
-	skb_queue_tail(&qp->rx_queue, skb);
-	/* From a doorbell on this host: it runs the QP on its way out. */
-	if (!(inl && sroce_inline_add(inl, qp)))
-		sroce_task_sched(qp);
+	sroce_task_rx(qp, skb, inl);
 	sroce_qp_put(qp);
 	return;
 drop:

@@ -15,6 +15,7 @@
 #include <rdma/uverbs_named_ioctl.h>
 
 #include "sroce.h"
+#include "sroce_task.h"
 
 static int
 UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
@@ -31,7 +32,7 @@ UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
 	 */
 	if (ibqp->real_qp != ibqp || ibqp->qp_type == IB_QPT_XRC_TGT)
 		return -EINVAL;
-	sroce_qp_doorbell(to_sqp(ibqp));
+	sroce_task_doorbell(to_sqp(ibqp));
 	return 0;
 }
 
