@@ -123,7 +123,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		why = SROCE_CNT_DROP_NO_QP;
 		goto drop;
 	}
-	if (!sroce_qp_rx_room(pkt->qp)) {
+	if (!sroce_task_rx_room(pkt->qp)) {
 		sroce_qp_put(pkt->qp);
 		why = SROCE_CNT_DROP_RX_FULL;
 		goto drop;

@@ -6,9 +6,30 @@
 #ifndef SROCE_TASK_H
 #define SROCE_TASK_H
 
-struct sk_buff;
-struct sroce_inline;
-struct sroce_qp;
+#include <linux/skbuff.h>
+
+#include "sroce_verbs.h"
+
+/*
+ * Packets a QP's receive queue holds at most. A sender faster than the
+ * engine, or a flood from anyone who knows the QPN, must not grow kernel
+ * memory without bound: past this, packets are dropped as a NIC's full
+ * receive ring drops them, and RC sends them again (a READ from its
+ * first missing response). Far above a peer's send window (256 PSNs).
+ */
+#define SROCE_RX_QUEUE_MAX	4096
+
+/* Has @qp's receive queue room for a packet? Any context, no lock. */
+static inline bool sroce_task_rx_room(struct sroce_qp *qp)
+{
+	return skb_queue_len_lockless(&qp->rx_queue) < SROCE_RX_QUEUE_MAX;
+}
+
+/* Are packets queued to @qp? Any context, no lock. */
+static inline bool sroce_task_rx_pending(struct sroce_qp *qp)
+{
+	return !skb_queue_empty_lockless(&qp->rx_queue);
+}
 
 /* Module load and unload: the engine's workqueue. */
 int sroce_task_init(void);

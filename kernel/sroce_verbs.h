@@ -358,7 +358,7 @@ struct sroce_inline;
  * @sq_cons: the kernel's consumer index of @sq
  * @rq: receive ring
  * @rq_cons: the kernel's consumer index of @rq
- * @work: runs the QP's engine (process context, may sleep)
+ * @work: runs the QP's engine (sroce_task.c; process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
  * @active: what the engine last published as the SQ's kernel_active
  * @inl: while a doorbell runs the engine (under @lock): where its loopback
@@ -366,7 +366,8 @@ struct sroce_inline;
  * @ref: held by the QP table, by each received packet queued to the QP and
  *       by a doorbell's struct sroce_inline entry
  * @released: completed when @ref drops to zero
- * @rx_queue: received packets for the engine (own lock)
+ * @rx_queue: received packets for the engine, queued and taken only by
+ *            sroce_task.c (own lock)
  * @timer: RNR back-off; queues @work when it fires
  * @retry_timer: RC transport timer (attribute timeout); pushed forward by
  *               every acknowledgment, it fires only when nothing came back
