@@ -3,8 +3,9 @@
  * sroce: the completer - acknowledgements, read responses and atomic
  * acknowledgements complete send WQEs, strictly in SQ order.
  */
-#include "sroce.h"
+#include "sroce_loc.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* RNR NAK timer field (IB spec) in microseconds. */
 static const u32 sroce_rnr_usecs[32] = {

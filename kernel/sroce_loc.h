@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * sroce: the calls between the driver's files, by the file that implements
- * them (as rdma_rxe's rxe_loc.h). Memory has a header of its own
- * (sroce_mem_api.h).
+ * them (as rdma_rxe's rxe_loc.h). The engine (sroce_task.h) and memory
+ * (sroce_mem_api.h) have headers of their own.
  */
 #ifndef SROCE_LOC_H
 #define SROCE_LOC_H

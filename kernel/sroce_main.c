@@ -14,8 +14,9 @@
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 MODULE_AUTHOR("sroce developers");
 MODULE_DESCRIPTION("Soft RoCEv2 RDMA device");

@@ -11,8 +11,9 @@
 #include <net/if_inet6.h>
 #include <net/ip.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 struct sroce_mcast_member {
 	struct list_head list;

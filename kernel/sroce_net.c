@@ -19,9 +19,10 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
-#include "sroce.h"
-#include "sroce_task.h"
 #include "sroce_hdr.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 static struct socket *sroce_sock4;
 static struct socket *sroce_sock6;

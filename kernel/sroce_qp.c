@@ -12,8 +12,10 @@
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* Bytes of a send slot: the header, then SGEs or inline data. */
 static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)

@@ -10,8 +10,10 @@
 #include <linux/overflow.h>
 #include <rdma/ib_addr.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* Packets sent per run of the engine before it lets others run. */
 #define SROCE_REQ_BUDGET 64

@@ -12,7 +12,9 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
+#include "sroce_verbs.h"
 
 /* Read response packets made per run of the engine. */
 #define SROCE_RESP_BUDGET 64

@@ -14,8 +14,9 @@
 #define UVERBS_MODULE_NAME sroce
 #include <rdma/uverbs_named_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
 #include "sroce_task.h"
+#include "sroce_verbs.h"
 
 static int
 UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
