@@ -93,7 +93,6 @@ int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 u32 sroce_recv_slot_size(u32 max_sge);
 
 /* sroce_qp.c */
-void sroce_qp_put(struct sroce_qp *qp);
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 void sroce_qp_error(struct sroce_qp *qp);
 void sroce_qp_flush(struct sroce_qp *qp);

@@ -100,12 +100,6 @@ static void sroce_qp_retry_timer(struct timer_list *t)
 	sroce_task_sched(qp);
 }
 
-void sroce_qp_put(struct sroce_qp *qp)
-{
-	if (refcount_dec_and_test(&qp->ref))
-		complete(&qp->released);
-}
-
 static void sroce_qp_publish_state(struct sroce_qp *qp)
 {
 	enum ib_qp_state state = qp->attr.qp_state;

@@ -441,6 +441,13 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct sroce_cq, ibcq);
 }
 
+/* Drop a reference to @qp (struct sroce_qp.ref); the last one wakes destroy. */
+static inline void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
+}
+
 /* Datagram QPs: UD, and the GSI QP (QP1), which is UD on the wire. */
 static inline bool sroce_qp_is_ud(const struct sroce_qp *qp)
 {
