@@ -31,6 +31,16 @@ static inline bool sroce_task_rx_pending(struct sroce_qp *qp)
 	return !skb_queue_empty_lockless(&qp->rx_queue);
 }
 
+/*
+ * A packet @qp is about to send: while a doorbell runs @qp, it carries the
+ * doorbell's list, so that on loopback the doorbell also runs the QP it
+ * reaches (sroce_task_rx()). From the engine, @qp's lock held.
+ */
+static inline void sroce_task_tx_mark(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	SROCE_PKT(skb)->inl = qp->inl;
+}
+
 /* Module load and unload: the engine's workqueue. */
 int sroce_task_init(void);
 void sroce_task_exit(void);
