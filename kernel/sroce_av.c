@@ -5,7 +5,8 @@
  */
 #include <linux/etherdevice.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_verbs.h"
 
 /**
  * sroce_av_from_attr - take an address vector from verbs attributes

@@ -3,7 +3,9 @@
  * sroce: the completer - acknowledgements, read responses and atomic
  * acknowledgements complete send WQEs, strictly in SQ order.
  */
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* RNR NAK timer field (IB spec) in microseconds. */
 static const u32 sroce_rnr_usecs[32] = {
@@ -280,7 +282,7 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 	 * responses) takes them first, and each answer in the window among
 	 * them moves the deadline.
 	 */
-	if (!skb_queue_empty_lockless(&qp->rx_queue)) {
+	if (sroce_task_rx_pending(qp)) {
 		sroce_comp_arm_retry(qp);
 		return;
 	}

@@ -12,7 +12,8 @@
 #include <linux/etherdevice.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_verbs.h"
 
 /* Slots for a CQ of at least @cqe entries; indices may run a full ring. */
 static u32 sroce_cq_slots(int cqe)

@@ -6,10 +6,14 @@
  * in this order: XRCETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH, ImmDt,
  * IETH;
  * then the payload, 0-3 pad bytes to a 4-byte boundary, and the ICRC.
+ *
+ * Also what the driver keeps about a packet while it handles it
+ * (struct sroce_pkt, in skb->cb), and PSN arithmetic.
  */
 #ifndef SROCE_HDR_H
 #define SROCE_HDR_H
 
+#include <linux/skbuff.h>
 #include <linux/types.h>
 
 #define SROCE_UDP_PORT		4791
@@ -146,5 +150,36 @@ void sroce_hdr_init(void);
 
 /* Offset of an extended header within the transport headers. */
 unsigned int sroce_hdr_offset(u8 opcode, u32 which);
+
+struct sroce_inline;
+struct sroce_qp;
+
+/* What the transport keeps about a packet, in skb->cb. */
+struct sroce_pkt {
+	struct sroce_qp *qp;	/* received: its QP, a reference */
+	struct sroce_inline *inl; /* loopback from a doorbell: its list */
+	u32 psn;
+	u32 paylen;		/* payload bytes, without pad */
+	u16 hdr_len;		/* BTH and extended headers */
+	u8 opcode;
+};
+
+#define SROCE_PKT(skb) ((struct sroce_pkt *)(skb)->cb)
+
+static inline void *sroce_pkt_hdr(struct sk_buff *skb, u32 which)
+{
+	return skb->data + sroce_hdr_offset(SROCE_PKT(skb)->opcode, which);
+}
+
+static inline void *sroce_pkt_payload(struct sk_buff *skb)
+{
+	return skb->data + SROCE_PKT(skb)->hdr_len;
+}
+
+/* PSN arithmetic, modulo 2^24: is a before b? */
+static inline bool sroce_psn_before(u32 a, u32 b)
+{
+	return ((a - b) & 0x800000) != 0;
+}
 
 #endif /* SROCE_HDR_H */

@@ -17,8 +17,8 @@
 #include <linux/udp.h>
 #include <net/checksum.h>
 
-#include "sroce.h"
 #include "sroce_hdr.h"
+#include "sroce_loc.h"
 
 /* crc32_le over 8 bytes of 0xff from a seed of 0xffffffff. */
 #define SROCE_ICRC_SEED 0xdebb20e3U

@@ -14,7 +14,9 @@
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 MODULE_AUTHOR("sroce developers");
 MODULE_DESCRIPTION("Soft RoCEv2 RDMA device");
@@ -31,8 +33,6 @@ MODULE_SOFTDEP("pre: ib_uverbs");
  */
 static LIST_HEAD(sroce_dev_list);
 static DEFINE_MUTEX(sroce_dev_lock);
-
-struct workqueue_struct *sroce_wq;
 
 /* Serialises link creation, so that a netdev is never bound twice. */
 static DEFINE_MUTEX(sroce_newlink_lock);
@@ -271,16 +271,12 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_hdr_init();
-	/*
-	 * Per-CPU and high priority: a packet's QP runs on the CPU that
-	 * received it, before a process busy-polling its CQ there.
-	 */
-	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
-	if (!sroce_wq)
-		return -ENOMEM;
+	err = sroce_task_init();
+	if (err)
+		return err;
 	err = sroce_net_init();
 	if (err)
-		goto err_wq;
+		goto err_task;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err)
 		goto err_net;
@@ -290,8 +286,8 @@ static int __init sroce_init(void)
 
 err_net:
 	sroce_net_exit();
-err_wq:
-	destroy_workqueue(sroce_wq);
+err_task:
+	sroce_task_exit();
 	return err;
 }
 
@@ -301,7 +297,7 @@ static void __exit sroce_exit(void)
 	sroce_unregister_all();
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_net_exit();
-	destroy_workqueue(sroce_wq);
+	sroce_task_exit();
 }
 
 module_init(sroce_init);

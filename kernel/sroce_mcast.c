@@ -11,7 +11,9 @@
 #include <net/if_inet6.h>
 #include <net/ip.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 struct sroce_mcast_member {
 	struct list_head list;
@@ -166,7 +168,7 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 		list_for_each_entry(m, &grp->qps, list) {
 			struct sk_buff *copy;
 
-			if (!sroce_qp_rx_room(m->qp)) {
+			if (!sroce_task_rx_room(m->qp)) {
 				sroce_count(sdev, SROCE_CNT_DROP_RX_FULL);
 				continue;
 			}
@@ -182,8 +184,12 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 				continue;
 			}
 			SROCE_PKT(copy)->qp = m->qp;
-			skb_queue_tail(&m->qp->rx_queue, copy);
-			queue_work(sroce_wq, &m->qp->work);
+			/*
+			 * No reference of our own across the enqueue: an
+			 * attached QP outlives our lock (ib_core destroys no
+			 * QP with groups attached, and detaching takes it).
+			 */
+			sroce_task_rx(m->qp, copy, NULL);
 		}
 	}
 	spin_unlock_bh(&sdev->mcast_lock);

@@ -16,8 +16,9 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 
-#include "sroce.h"
 #include "sroce_mem.h"
+#include "sroce_mem_api.h"
+#include "sroce_verbs.h"
 
 static void sroce_map_release(struct kref *ref)
 {

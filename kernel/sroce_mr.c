@@ -19,8 +19,9 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 
-#include "sroce.h"
 #include "sroce_mem.h"
+#include "sroce_mem_api.h"
+#include "sroce_verbs.h"
 
 static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 {

@@ -17,8 +17,9 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 
-#include "sroce.h"
 #include "sroce_mem.h"
+#include "sroce_mem_api.h"
+#include "sroce_verbs.h"
 
 static struct sroce_mw *to_smw(struct ib_mw *ibmw)
 {

@@ -19,8 +19,10 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
-#include "sroce.h"
 #include "sroce_hdr.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 static struct socket *sroce_sock4;
 static struct socket *sroce_sock6;
@@ -124,7 +126,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 		why = SROCE_CNT_DROP_NO_QP;
 		goto drop;
 	}
-	if (!sroce_qp_rx_room(pkt->qp)) {
+	if (!sroce_task_rx_room(pkt->qp)) {
 		sroce_qp_put(pkt->qp);
 		why = SROCE_CNT_DROP_RX_FULL;
 		goto drop;
@@ -139,10 +141,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	 */
 	qp = pkt->qp;
 	refcount_inc(&qp->ref);
-	skb_queue_tail(&qp->rx_queue, skb);
-	/* From a doorbell on this host: it runs the QP on its way out. */
-	if (!(inl && sroce_inline_add(inl, qp)))
-		queue_work(sroce_wq, &qp->work);
+	sroce_task_rx(qp, skb, inl);
 	sroce_qp_put(qp);
 	return;
 drop:

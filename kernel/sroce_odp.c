@@ -14,8 +14,9 @@
 #include <rdma/ib_umem_odp.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
 #include "sroce_mem.h"
+#include "sroce_mem_api.h"
+#include "sroce_verbs.h"
 
 /*
  * The CPU's page tables changed under an ODP range: forget the pages, so

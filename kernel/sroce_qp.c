@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * sroce: queue pairs - creation, the state machine, attributes, the doorbell
- * and flushing.
+ * sroce: queue pairs - creation, the state machine, attributes, kernel
+ * consumers' posts and flushing.
  *
  * The SQ and RQ are rings shared with the provider (see the uAPI header).
- * Everything the kernel does with them runs in the QP's work item, in
- * process context.
+ * Everything the kernel does with them runs in the QP's engine
+ * (sroce_task.c), in process context.
  */
 #include <linux/log2.h>
 #include <linux/random.h>
 #include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* Bytes of a send slot: the header, then SGEs or inline data. */
 static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)
@@ -54,9 +57,8 @@ static void sroce_qp_real_cap(struct sroce_qp *qp, struct ib_qp_cap *cap)
 			      sizeof(struct sroce_sge)) : 0;
 }
 
-static void sroce_qp_work(struct work_struct *work);
-
-static void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
+/* An asynchronous event of the QP, to its consumer. */
+void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type)
 {
 	struct ib_event ev = {
 		.device = qp->ibqp.device,
@@ -79,7 +81,7 @@ static void sroce_qp_timer(struct timer_list *t)
 {
 	struct sroce_qp *qp = from_timer(qp, t, timer);
 
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 static void sroce_qp_retry_timer(struct timer_list *t)
@@ -95,25 +97,7 @@ static void sroce_qp_retry_timer(struct timer_list *t)
 		return;
 	}
 	WRITE_ONCE(qp->req.timed_out, true);
-	queue_work(sroce_wq, &qp->work);
-}
-
-void sroce_qp_put(struct sroce_qp *qp)
-{
-	if (refcount_dec_and_test(&qp->ref))
-		complete(&qp->released);
-}
-
-/* Drop the packets queued to a QP that will not process them. */
-static void sroce_qp_purge(struct sroce_qp *qp)
-{
-	struct sk_buff *skb;
-
-	while ((skb = skb_dequeue(&qp->rx_queue))) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		kfree_skb(skb);
-		sroce_qp_put(qp);
-	}
+	sroce_task_sched(qp);
 }
 
 static void sroce_qp_publish_state(struct sroce_qp *qp)
@@ -236,7 +220,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mutex_init(&qp->lock);
 	spin_lock_init(&qp->post_lock);
-	INIT_WORK(&qp->work, sroce_qp_work);
+	sroce_task_qp_init(qp);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	err = sroce_ring_init(&qp->sq, uctx,
 			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
@@ -263,7 +247,6 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_mem;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
-	skb_queue_head_init(&qp->rx_queue);
 	timer_setup(&qp->timer, sroce_qp_timer, 0);
 	timer_setup(&qp->retry_timer, sroce_qp_retry_timer, 0);
 	qp->resp.opcode = -1;
@@ -310,9 +293,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	del_timer_sync(&qp->timer);
 	del_timer_sync(&qp->retry_timer);
 	sroce_qp_put(qp);
-	queue_work(sroce_wq, &qp->work);
-	wait_for_completion(&qp->released);
-	cancel_work_sync(&qp->work);
+	sroce_task_drain(qp);
 	del_timer_sync(&qp->timer);
 	del_timer_sync(&qp->retry_timer);
 
@@ -510,7 +491,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	}
 	sroce_qp_publish_state(qp);
 	if (next != cur)
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 	err = 0;
 out:
 	mutex_unlock(&qp->lock);
@@ -700,7 +681,7 @@ out:
 	spin_unlock_irqrestore(&qp->post_lock, flags);
 	if (err)
 		*bad_wr = wr;
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 	return err;
 }
 
@@ -732,7 +713,7 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	spin_unlock_irqrestore(&qp->post_lock, flags);
 	/* A QP in error flushes what was posted. */
 	if (READ_ONCE(qp->rq.hdr->flush))
-		queue_work(sroce_wq, &qp->work);
+		sroce_task_sched(qp);
 	return err;
 }
 
@@ -798,7 +779,7 @@ void sroce_qp_error(struct sroce_qp *qp)
 	sroce_resp_reset(qp);
 	sroce_qp_publish_state(qp);
 	sroce_qp_entered_error(qp);
-	queue_work(sroce_wq, &qp->work);
+	sroce_task_sched(qp);
 }
 
 /*
@@ -864,8 +845,11 @@ static int sroce_qp_flush_rwqe(struct sroce_qp *qp, struct sroce_cq *rcq)
 	return err;
 }
 
-/* In the error state: complete everything posted with WR_FLUSH_ERR. */
-static void sroce_qp_flush(struct sroce_qp *qp)
+/*
+ * In the error state: complete everything posted with WR_FLUSH_ERR. From
+ * the engine, the QP's lock held.
+ */
+void sroce_qp_flush(struct sroce_qp *qp)
 {
 	struct sroce_cq *rcq = qp->ibqp.recv_cq ? to_scq(qp->ibqp.recv_cq) :
 						  NULL;
@@ -885,206 +869,4 @@ static void sroce_qp_flush(struct sroce_qp *qp)
 		return;
 	if (qp->rq.hdr)
 		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
-}
-
-/* Packets processed per run of the engine before it lets others run. */
-#define SROCE_RX_BUDGET 64
-
-/*
- * A connected QP takes packets from its peer only (the address its path
- * names), as a RoCE NIC matches a connection; anything else is forged or
- * astray. Before RTR there is no path, and the state checks drop it all.
- */
-static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
-{
-	if (sroce_qp_is_ud(qp))
-		return true;
-	switch (qp->attr.qp_state) {
-	case IB_QPS_RESET:
-	case IB_QPS_INIT:
-		return true;
-	default:
-		return sroce_pkt_from(skb, &qp->av.dgid);
-	}
-}
-
-/* Received packets, as far as the responder can take them. */
-static void sroce_qp_rx_queue(struct sroce_qp *qp)
-{
-	int budget = SROCE_RX_BUDGET;
-	struct sk_buff *skb;
-
-	while (sroce_resp_continue(qp)) {
-		if (!budget--) {
-			queue_work(sroce_wq, &qp->work);
-			return;
-		}
-		skb = skb_dequeue(&qp->rx_queue);
-		if (!skb)
-			return;
-		if (!sroce_qp_pkt_from_peer(qp, skb))
-			sroce_count(to_sdev(qp->ibqp.device),
-				    SROCE_CNT_DROP_BAD_SOURCE);
-		else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
-			 SROCE_OP_REQ)
-			sroce_resp_rcv(qp, skb);
-		else
-			sroce_comp_rcv(qp, skb);
-		kfree_skb(skb);
-		sroce_qp_put(qp);
-	}
-	/* A READ is still being answered: come back for the rest. */
-	queue_work(sroce_wq, &qp->work);
-}
-
-static void sroce_qp_rx(struct sroce_qp *qp)
-{
-	sroce_qp_rx_queue(qp);
-	/* One ACK for the requests just taken that asked for one. */
-	sroce_resp_flush_ack(qp);
-}
-
-/* Sends still owed an answer, or a pause: the engine runs again by itself. */
-static bool sroce_qp_will_return(struct sroce_qp *qp)
-{
-	return qp->attr.qp_state == IB_QPS_RTS &&
-	       (qp->sq_comp != qp->req.next || qp->req.sent ||
-		qp->req.rnr_wait);
-}
-
-/*
- * Sends a doorbell will take: the engine said it would not come back by
- * itself, so the provider rings for every WR posted since, and nothing is
- * outstanding that might need sending again.
- */
-static bool sroce_qp_sends_owed_doorbell(struct sroce_qp *qp)
-{
-	return !qp->active && !sroce_qp_will_return(qp);
-}
-
-/*
- * The QP's engine: receive, then send, then flush or drain as the state
- * says. Runs in its work item, or directly in the doorbell's syscall.
- * @peer: run for a loopback packet by another QP's doorbell. Sends posted
- * here are then left to their own doorbell, which waits for this lock:
- * releasing it early lets that owner's CPU send while this one goes on.
- */
-static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
-			 bool peer)
-{
-	bool active;
-
-	mutex_lock(&qp->lock);
-	qp->inl = inl;
-	if (qp->destroyed) {
-		sroce_qp_purge(qp);
-		goto out;
-	}
-	if (!sroce_qp_sends(qp) && qp->req.retry_on) {
-		qp->req.retry_on = false;
-		del_timer(&qp->retry_timer);
-	}
-
-	sroce_qp_rx(qp);
-
-	switch (qp->attr.qp_state) {
-	case IB_QPS_ERR:
-		sroce_qp_purge(qp);
-		sroce_qp_flush(qp);
-		break;
-	case IB_QPS_RTS:
-		if (peer && sroce_qp_sends_owed_doorbell(qp))
-			goto out;
-		fallthrough;
-	case IB_QPS_SQD:
-		/* In SQD too, outstanding requests are sent again if lost. */
-		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
-			qp->req.rnr_wait = false;
-		if (READ_ONCE(qp->req.timed_out)) {
-			WRITE_ONCE(qp->req.timed_out, false);
-			if (!timer_pending(&qp->retry_timer))
-				sroce_comp_timeout(qp);
-		}
-		sroce_req_run(qp);
-		if (qp->attr.qp_state == IB_QPS_SQD &&
-		    qp->attr.en_sqd_async_notify &&
-		    qp->sq_comp == qp->req.next && !qp->req.sent) {
-			qp->attr.en_sqd_async_notify = 0;
-			sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
-		}
-		break;
-	default:
-		break;
-	}
-
-	/*
-	 * Tell the provider whether a post needs the doorbell, then look
-	 * once more for WRs posted before it could see that.
-	 */
-	active = sroce_qp_will_return(qp);
-	qp->active = active;
-	WRITE_ONCE(qp->sq.hdr->kernel_active, active);
-	smp_mb(); /* pairs with the provider's post-then-check */
-	if (!active &&
-	    (qp->attr.qp_state == IB_QPS_RTS ||
-	     qp->attr.qp_state == IB_QPS_ERR) &&
-	    (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
-	     (qp->attr.qp_state == IB_QPS_ERR && qp->rq.hdr &&
-	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
-		queue_work(sroce_wq, &qp->work);
-out:
-	qp->inl = NULL;
-	mutex_unlock(&qp->lock);
-}
-
-static void sroce_qp_work(struct work_struct *work)
-{
-	sroce_qp_run(container_of(work, struct sroce_qp, work), NULL, false);
-}
-
-/**
- * sroce_inline_add - a doorbell's loopback packet was queued to @qp
- * @inl: the doorbell's list
- * @qp: the destination QP
- *
- * Return: true if the doorbell will run @qp (listed, with a reference);
- * false if the caller must queue @qp's work (the list is full).
- */
-bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
-{
-	int i;
-
-	/* Listed and not run yet: that run takes this packet too. */
-	for (i = inl->done; i < inl->n; i++)
-		if (inl->qp[i] == qp)
-			return true;
-	if (inl->n == SROCE_INLINE_MAX)
-		return false;
-	refcount_inc(&qp->ref);
-	inl->qp[inl->n++] = qp;
-	return true;
-}
-
-/**
- * sroce_qp_doorbell - the provider posted sends: run the engine now
- * @qp: a user QP, kept alive by the caller's uverbs object lock
- *
- * Sends in the caller's context, without a hop through the workqueue.
- */
-void sroce_qp_doorbell(struct sroce_qp *qp)
-{
-	struct sroce_inline inl = {};
-
-	sroce_qp_run(qp, &inl, false);
-	/*
-	 * The QPs our packets reached on this host, and those their answers
-	 * reached, in turn: a request and its reply without a worker's
-	 * wakeup. Each run holds only its own QP's lock.
-	 */
-	while (inl.done < inl.n) {
-		struct sroce_qp *peer = inl.qp[inl.done++];
-
-		sroce_qp_run(peer, &inl, true);
-		sroce_qp_put(peer);
-	}
 }

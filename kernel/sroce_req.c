@@ -10,7 +10,10 @@
 #include <linux/overflow.h>
 #include <rdma/ib_addr.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* Packets sent per run of the engine before it lets others run. */
 #define SROCE_REQ_BUDGET 64
@@ -312,7 +315,7 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 	sw->done = 1;
 	qp->req.psn = (qp->req.psn + 1) & SROCE_PSN_MASK;
 	qp->req.next = idx + 1;
-	SROCE_PKT(skb)->inl = qp->inl;
+	sroce_task_tx_mark(qp, skb);
 	sroce_pkt_xmit(sdev, &av,
 		       rdma_get_udp_sport(av.flow_label, qp->ibqp.qp_num,
 					  wqe->wr.ud.remote_qpn),
@@ -398,7 +401,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 			qp->req.rd_atomic++;
 	}
 	/* A packet the network drops is the retry timer's to recover. */
-	SROCE_PKT(skb)->inl = qp->inl;
+	sroce_task_tx_mark(qp, skb);
 	sroce_pkt_xmit(sdev, &qp->av, qp->sport, qp->loopback, skb);
 	/*
 	 * The peer has the timeout from the last packet sent on to answer
@@ -516,7 +519,7 @@ void sroce_req_run(struct sroce_qp *qp)
 				break;
 		}
 		if (!budget--) {
-			queue_work(sroce_wq, &qp->work);
+			sroce_task_sched(qp);
 			break;
 		}
 		if (sroce_wr_is_local(wqe->opcode)) {

@@ -12,7 +12,10 @@
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_mem_api.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 /* Read response packets made per run of the engine. */
 #define SROCE_RESP_BUDGET 64
@@ -56,7 +59,7 @@ static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
 
 static void sroce_resp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
 {
-	SROCE_PKT(skb)->inl = qp->inl;
+	sroce_task_tx_mark(qp, skb);
 	sroce_pkt_xmit(to_sdev(qp->ibqp.device), &qp->av, qp->sport,
 		       qp->loopback, skb);
 }

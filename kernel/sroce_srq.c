@@ -6,7 +6,8 @@
 #include <linux/log2.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_verbs.h"
 
 /* Bytes of a receive slot: the header, then the SGEs. */
 u32 sroce_recv_slot_size(u32 max_sge)

@@ -14,7 +14,9 @@
 #define UVERBS_MODULE_NAME sroce
 #include <rdma/uverbs_named_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
 
 static int
 UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
@@ -31,7 +33,7 @@ UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)
 	 */
 	if (ibqp->real_qp != ibqp || ibqp->qp_type == IB_QPT_XRC_TGT)
 		return -EINVAL;
-	sroce_qp_doorbell(to_sqp(ibqp));
+	sroce_task_doorbell(to_sqp(ibqp));
 	return 0;
 }
 

@@ -14,8 +14,9 @@
 #include <rdma/ib_mad.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "sroce.h"
+#include "sroce_loc.h"
 #include "sroce_mem.h"
+#include "sroce_verbs.h"
 
 /* What query_device reports when ODP is built (SROCE_ODP). */
 static void sroce_query_odp(struct ib_device_attr *attr)

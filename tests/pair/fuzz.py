@@ -965,7 +965,7 @@ def attack(a):
 # --- offline checks ---------------------------------------------------
 class Victim:
     """What the kernel does with a packet, written again from
-    kernel/sroce_net.c, sroce_qp.c, sroce_resp.c and sroce_comp.c for the
+    kernel/sroce_net.c, sroce_task.c, sroce_resp.c and sroce_comp.c for the
     victim (RC, RTS, no receive posted, nothing sent) and QP1, to check
     the tags. Raises on any packet that would touch the victim's memory."""
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
- * sroce: soft RoCEv2 RDMA device.
- *
- * Objects shared by every part of the driver.  Each structure says which
- * lock protects which field.
+ * sroce: the driver's objects - device, PD, CQ, SRQ, AH and QP - with the
+ * to_*() helpers that reach them from ib_core's, and what a QP is (its
+ * transport, whether it sends). Each structure says which lock protects
+ * which field.
  */
-#ifndef SROCE_H
-#define SROCE_H
+#ifndef SROCE_VERBS_H
+#define SROCE_VERBS_H
 
 #include <linux/completion.h>
 #include <linux/list.h>
@@ -21,34 +21,8 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce_hdr.h"
-#include "sroce_mem_api.h"
+#include "sroce_param.h"
 #include "sroce_queue.h"
-
-#define SROCE_PORT		1
-#define SROCE_GID_TBL_LEN	1024
-#define SROCE_PKEY_TBL_LEN	1
-#define SROCE_MAX_PD		0x10000
-#define SROCE_MAX_CQ		0x4000
-#define SROCE_MAX_CQE		0x10000
-#define SROCE_MAX_QP		0x10000
-#define SROCE_MAX_QP_WR		0x4000
-#define SROCE_MAX_SGE		32
-#define SROCE_MAX_INLINE	512
-#define SROCE_MAX_RD_ATOMIC	128
-#define SROCE_MIN_QPN		16
-#define SROCE_MAX_QPN		0xffffff
-#define SROCE_MAX_MSG_SIZE	0x80000000U
-#define SROCE_MAX_MR		0x100000
-#define SROCE_MAX_MW		0x100000
-#define SROCE_MAX_AH		0x10000
-#define SROCE_MAX_SRQ		0x4000
-#define SROCE_MAX_MCAST_GRP	0x2000
-#define SROCE_MAX_MCAST_QP_ATTACH 56
-#define SROCE_MAX_SRQ_WR	0x4000
-#define SROCE_MAX_MR_SIZE	BIT_ULL(40)
-#define SROCE_VENDOR_ID		0xffffff
-#define SROCE_VENDOR_PART_ID	0x0001
-#define SROCE_HW_VER		1
 
 /*
  * Port counters ("rdma statistic show link DEV/1"); names in sroce_verbs.c.
@@ -371,6 +345,9 @@ struct sroce_ah {
 	bool loopback;
 };
 
+/* A doorbell's list of the QPs it runs (the engine, sroce_task.c). */
+struct sroce_inline;
+
 /**
  * struct sroce_qp - a queue pair
  * @ibqp: ib_core's QP
@@ -388,7 +365,7 @@ struct sroce_ah {
  * @rq_cons: the kernel's consumer index of @rq: the oldest receive WQE not
  *           completed, the one the responder holds a copy of or takes next;
  *           advanced and published as each completes (under @lock)
- * @work: runs the QP's engine (process context, may sleep)
+ * @work: runs the QP's engine (sroce_task.c; process context, may sleep)
  * @destroyed: set under @lock by destroy; the engine does nothing after it
  * @active: what the engine last published as the SQ's kernel_active
  * @inl: while a doorbell runs the engine (under @lock): where its loopback
@@ -396,7 +373,8 @@ struct sroce_ah {
  * @ref: held by the QP table, by each received packet queued to the QP and
  *       by a doorbell's struct sroce_inline entry
  * @released: completed when @ref drops to zero
- * @rx_queue: received packets for the engine (own lock)
+ * @rx_queue: received packets for the engine, queued and taken only by
+ *            sroce_task.c (own lock)
  * @timer: RNR back-off; queues @work when it fires
  * @retry_timer: RC transport timer (attribute timeout); pushed forward by
  *               every acknowledgment, it fires only when nothing came back
@@ -440,47 +418,6 @@ struct sroce_qp {
 	struct sroce_resp resp;
 };
 
-/* What the transport keeps about a packet, in skb->cb. */
-/*
- * The QPs a doorbell runs itself on its way out: those its packets went to
- * on loopback (each entry holds a reference), so that a reply on the same
- * host does not wait for a worker to be scheduled. Lives on the
- * doorbell's stack.
- */
-#define SROCE_INLINE_MAX 8
-struct sroce_inline {
-	struct sroce_qp *qp[SROCE_INLINE_MAX];
-	int n;
-	int done;	/* entries already run */
-};
-
-struct sroce_pkt {
-	struct sroce_qp *qp;	/* received: its QP, a reference */
-	struct sroce_inline *inl; /* loopback from a doorbell: its list */
-	u32 psn;
-	u32 paylen;		/* payload bytes, without pad */
-	u16 hdr_len;		/* BTH and extended headers */
-	u8 opcode;
-};
-
-#define SROCE_PKT(skb) ((struct sroce_pkt *)(skb)->cb)
-
-static inline void *sroce_pkt_hdr(struct sk_buff *skb, u32 which)
-{
-	return skb->data + sroce_hdr_offset(SROCE_PKT(skb)->opcode, which);
-}
-
-static inline void *sroce_pkt_payload(struct sk_buff *skb)
-{
-	return skb->data + SROCE_PKT(skb)->hdr_len;
-}
-
-/* PSN arithmetic, modulo 2^24: is a before b? */
-static inline bool sroce_psn_before(u32 a, u32 b)
-{
-	return ((a - b) & 0x800000) != 0;
-}
-
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct sroce_dev, ibdev);
@@ -494,6 +431,28 @@ static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)
 static inline struct sroce_qp *to_sqp(struct ib_qp *ibqp)
 {
 	return container_of(ibqp, struct sroce_qp, ibqp);
+}
+
+static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
+{
+	return container_of(ibah, struct sroce_ah, ibah);
+}
+
+static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
+{
+	return container_of(ibsrq, struct sroce_srq, ibsrq);
+}
+
+static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
+{
+	return container_of(ibcq, struct sroce_cq, ibcq);
+}
+
+/* Drop a reference to @qp (struct sroce_qp.ref); the last one wakes destroy. */
+static inline void sroce_qp_put(struct sroce_qp *qp)
+{
+	if (refcount_dec_and_test(&qp->ref))
+		complete(&qp->released);
 }
 
 /* Datagram QPs: UD, and the GSI QP (QP1), which is UD on the wire. */
@@ -521,20 +480,6 @@ static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
 }
 
 /* The transport bits of the opcodes the QP sends and accepts. */
-/*
- * Packets a QP's receive queue holds at most. A sender faster than the
- * engine, or a flood from anyone who knows the QPN, must not grow kernel
- * memory without bound: past this, packets are dropped as a NIC's full
- * receive ring drops them, and RC sends them again (a READ from its
- * first missing response). Far above a peer's send window (256 PSNs).
- */
-#define SROCE_RX_QUEUE_MAX	4096
-
-static inline bool sroce_qp_rx_room(struct sroce_qp *qp)
-{
-	return skb_queue_len_lockless(&qp->rx_queue) < SROCE_RX_QUEUE_MAX;
-}
-
 static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 {
 	switch (qp->ibqp.qp_type) {
@@ -551,142 +496,4 @@ static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 	}
 }
 
-static inline struct sroce_ah *to_sah(struct ib_ah *ibah)
-{
-	return container_of(ibah, struct sroce_ah, ibah);
-}
-
-static inline struct sroce_srq *to_ssrq(struct ib_srq *ibsrq)
-{
-	return container_of(ibsrq, struct sroce_srq, ibsrq);
-}
-
-static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
-{
-	return container_of(ibcq, struct sroce_cq, ibcq);
-}
-
-/* The engine's workqueue (sroce_main.c): unbound, process context. */
-extern struct workqueue_struct *sroce_wq;
-
-/* sroce_main.c */
-struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);
-void sroce_port_update(struct sroce_dev *sdev);
-enum ib_port_state sroce_netdev_port_state(struct net_device *ndev);
-void sroce_dealloc_driver(struct ib_device *ibdev);
-
-/* sroce_cq.c */
-int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-		    struct ib_udata *udata);
-int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
-int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
-int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
-		  const struct sroce_cqe *cqe, bool solicited);
-int sroce_poll_cq(struct ib_cq *ibcq, int num_entries, struct ib_wc *wc);
-void sroce_cq_clean(struct sroce_cq *cq, struct sroce_qp *qp);
-int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
-
-/* sroce_av.c */
-int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
-void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
-int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
-		    struct ib_udata *udata);
-int sroce_query_ah(struct ib_ah *ibah, struct rdma_ah_attr *attr);
-int sroce_destroy_ah(struct ib_ah *ibah, u32 flags);
-int sroce_ah_lookup(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
-		    struct sroce_av *av, bool *loopback);
-
-/* sroce_net.c */
-int sroce_net_init(void);
-void sroce_net_exit(void);
-void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc);
-struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
-				const struct sroce_av *av, u8 opcode, u32 psn,
-				u32 paylen);
-int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
-		   u16 sport, bool loopback, struct sk_buff *skb);
-bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid);
-bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid);
-
-/* sroce_icrc.c */
-__le32 sroce_icrc(struct sk_buff *skb);
-
-/* sroce_req.c */
-void sroce_req_run(struct sroce_qp *qp);
-struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index);
-
-/* sroce_resp.c */
-void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
-void sroce_resp_reset(struct sroce_qp *qp);
-bool sroce_resp_continue(struct sroce_qp *qp);
-void sroce_resp_flush_ack(struct sroce_qp *qp);
-
-/* sroce_comp.c */
-void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb);
-void sroce_comp_send_done(struct sroce_qp *qp);
-void sroce_comp_local_done(struct sroce_qp *qp);
-void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
-void sroce_comp_arm_retry(struct sroce_qp *qp);
-void sroce_comp_timeout(struct sroce_qp *qp);
-
-/* sroce_mcast.c */
-int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
-int sroce_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
-void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
-		     const union ib_gid *dgid);
-
-/* sroce_srq.c */
-int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
-		     struct ib_udata *udata);
-int sroce_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
-		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
-int sroce_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
-int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
-bool sroce_srq_take(struct sroce_srq *srq, void *wqe);
-struct sroce_srq *sroce_xrc_srq_get(struct sroce_dev *sdev, u32 srqn);
-void sroce_srq_put(struct sroce_srq *srq);
-int sroce_post_recv_wrs(struct sroce_ring *ring, u32 max_sge,
-			const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad_wr);
-int sroce_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad_wr);
-u32 sroce_recv_slot_size(u32 max_sge);
-
-/* sroce_qp.c */
-void sroce_qp_put(struct sroce_qp *qp);
-void sroce_qp_error(struct sroce_qp *qp);
-int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
-		    u32 len, bool to_mem);
-
-/* The requester's SGEs: lkeys of the QP's PD. */
-static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
-				     const struct sroce_sge *sge, u32 nsge,
-				     u32 offset, void *buf, u32 len,
-				     bool to_mem)
-{
-	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
-			       nsge, offset, buf, len, to_mem);
-}
-
-int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata);
-int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		    struct ib_udata *udata);
-int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		   struct ib_qp_init_attr *init);
-int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
-int sroce_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-		    const struct ib_send_wr **bad_wr);
-int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-		    const struct ib_recv_wr **bad_wr);
-void sroce_qp_doorbell(struct sroce_qp *qp);
-bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp);
-
-/* sroce_uapi.c */
-extern const struct uapi_definition sroce_uapi_defs[];
-
-/* sroce_verbs.c */
-int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name);
-
-#endif /* SROCE_H */
+#endif /* SROCE_VERBS_H */

@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: the QP engine - what a QP's work is, and when and where it runs.
+ *
+ * One run at a time per QP, under its lock: it takes the packets queued to
+ * the QP (the responder takes requests, the completer responses), then
+ * sends, then flushes (error state) or reports the SQ drained (SQD). It
+ * runs in the QP's work item on the driver's workqueue, or directly in a
+ * doorbell's system call; either way in process context, and it may sleep.
+ */
+#include <linux/skbuff.h>
+#include <linux/workqueue.h>
+
+#include "sroce_loc.h"
+#include "sroce_task.h"
+#include "sroce_verbs.h"
+
+/* The engine's workqueue: its work items run in process context. */
+static struct workqueue_struct *sroce_wq;
+
+/*
+ * The QPs a doorbell runs itself on its way out: those its packets went to
+ * on loopback (each entry holds a reference), so that a reply on the same
+ * host does not wait for a worker to be scheduled. Lives on the
+ * doorbell's stack.
+ */
+#define SROCE_INLINE_MAX 8
+struct sroce_inline {
+	struct sroce_qp *qp[SROCE_INLINE_MAX];
+	int n;
+	int done;	/* entries already run */
+};
+
+/**
+ * sroce_task_init - create the engine's workqueue, at module load
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int sroce_task_init(void)
+{
+	/*
+	 * Per-CPU and high priority: a packet's QP runs on the CPU that
+	 * received it, before a process busy-polling its CQ there.
+	 */
+	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!sroce_wq)
+		return -ENOMEM;
+	return 0;
+}
+
+/* At module unload (or a failed load): every QP is gone. */
+void sroce_task_exit(void)
+{
+	destroy_workqueue(sroce_wq);
+}
+
+static void sroce_qp_work(struct work_struct *work);
+
+/**
+ * sroce_task_qp_init - set up a new QP's work item and receive queue
+ * @qp: the QP, before packets or verbs can reach it
+ */
+void sroce_task_qp_init(struct sroce_qp *qp)
+{
+	INIT_WORK(&qp->work, sroce_qp_work);
+	skb_queue_head_init(&qp->rx_queue);
+}
+
+/**
+ * sroce_task_sched - run a QP's engine soon, in its work item
+ * @qp: the QP
+ *
+ * Any context. Queues @qp's work item on this CPU unless it is queued
+ * already; a run under way is followed by another.
+ */
+void sroce_task_sched(struct sroce_qp *qp)
+{
+	queue_work(sroce_wq, &qp->work);
+}
+
+/**
+ * sroce_inline_add - a doorbell's loopback packet was queued to @qp
+ * @inl: the doorbell's list
+ * @qp: the destination QP
+ *
+ * Return: true if the doorbell will run @qp (listed, with a reference);
+ * false if the caller must queue @qp's work (the list is full).
+ */
+static bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
+{
+	int i;
+
+	/* Listed and not run yet: that run takes this packet too. */
+	for (i = inl->done; i < inl->n; i++)
+		if (inl->qp[i] == qp)
+			return true;
+	if (inl->n == SROCE_INLINE_MAX)
+		return false;
+	refcount_inc(&qp->ref);
+	inl->qp[inl->n++] = qp;
+	return true;
+}
+
+/**
+ * sroce_task_rx - queue a received packet to its QP and see that it is run
+ * @qp: the QP, SROCE_PKT(@skb)->qp
+ * @skb: the packet, which owns a reference to @qp
+ * @inl: the list of the doorbell that sent the packet on this host, or NULL
+ *
+ * Any context. The engine may take and free the packet, and with it its
+ * reference, as soon as it is queued: the caller keeps @qp alive until this
+ * returns.
+ */
+void sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
+		   struct sroce_inline *inl)
+{
+	skb_queue_tail(&qp->rx_queue, skb);
+	/* From a doorbell on this host: it runs the QP on its way out. */
+	if (!(inl && sroce_inline_add(inl, qp)))
+		sroce_task_sched(qp);
+}
+
+/* Drop the packets queued to a QP that will not process them. */
+static void sroce_qp_purge(struct sroce_qp *qp)
+{
+	struct sk_buff *skb;
+
+	while ((skb = skb_dequeue(&qp->rx_queue))) {
+		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		kfree_skb(skb);
+		sroce_qp_put(qp);
+	}
+}
+
+/* Packets processed per run of the engine before it lets others run. */
+#define SROCE_RX_BUDGET 64
+
+/*
+ * A connected QP takes packets from its peer only (the address its path
+ * names), as a RoCE NIC matches a connection; anything else is forged or
+ * astray. Before RTR there is no path, and the state checks drop it all.
+ */
+static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	if (sroce_qp_is_ud(qp))
+		return true;
+	switch (qp->attr.qp_state) {
+	case IB_QPS_RESET:
+	case IB_QPS_INIT:
+		return true;
+	default:
+		return sroce_pkt_from(skb, &qp->av.dgid);
+	}
+}
+
+/* Received packets, as far as the responder can take them. */
+static void sroce_qp_rx_queue(struct sroce_qp *qp)
+{
+	int budget = SROCE_RX_BUDGET;
+	struct sk_buff *skb;
+
+	while (sroce_resp_continue(qp)) {
+		if (!budget--) {
+			sroce_task_sched(qp);
+			return;
+		}
+		skb = skb_dequeue(&qp->rx_queue);
+		if (!skb)
+			return;
+		if (!sroce_qp_pkt_from_peer(qp, skb))
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_DROP_BAD_SOURCE);
+		else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
+			 SROCE_OP_REQ)
+			sroce_resp_rcv(qp, skb);
+		else
+			sroce_comp_rcv(qp, skb);
+		kfree_skb(skb);
+		sroce_qp_put(qp);
+	}
+	/* A READ is still being answered: come back for the rest. */
+	sroce_task_sched(qp);
+}
+
+static void sroce_qp_rx(struct sroce_qp *qp)
+{
+	sroce_qp_rx_queue(qp);
+	/* One ACK for the requests just taken that asked for one. */
+	sroce_resp_flush_ack(qp);
+}
+
+/* Sends still owed an answer, or a pause: the engine runs again by itself. */
+static bool sroce_qp_will_return(struct sroce_qp *qp)
+{
+	return qp->attr.qp_state == IB_QPS_RTS &&
+	       (qp->sq_comp != qp->req.next || qp->req.sent ||
+		qp->req.rnr_wait);
+}
+
+/*
+ * Sends a doorbell will take: the engine said it would not come back by
+ * itself, so the provider rings for every WR posted since, and nothing is
+ * outstanding that might need sending again.
+ */
+static bool sroce_qp_sends_owed_doorbell(struct sroce_qp *qp)
+{
+	return !qp->active && !sroce_qp_will_return(qp);
+}
+
+/*
+ * The QP's engine: receive, then send, then flush or drain as the state
+ * says. Runs in its work item, or directly in the doorbell's syscall.
+ * @peer: run for a loopback packet by another QP's doorbell. Sends posted
+ * here are then left to their own doorbell, which waits for this lock:
+ * releasing it early lets that owner's CPU send while this one goes on.
+ */
+static void sroce_qp_run(struct sroce_qp *qp, struct sroce_inline *inl,
+			 bool peer)
+{
+	bool active;
+
+	mutex_lock(&qp->lock);
+	qp->inl = inl;
+	if (qp->destroyed) {
+		sroce_qp_purge(qp);
+		goto out;
+	}
+	if (!sroce_qp_sends(qp) && qp->req.retry_on) {
+		qp->req.retry_on = false;
+		del_timer(&qp->retry_timer);
+	}
+
+	sroce_qp_rx(qp);
+
+	switch (qp->attr.qp_state) {
+	case IB_QPS_ERR:
+		sroce_qp_purge(qp);
+		sroce_qp_flush(qp);
+		break;
+	case IB_QPS_RTS:
+		if (peer && sroce_qp_sends_owed_doorbell(qp))
+			goto out;
+		fallthrough;
+	case IB_QPS_SQD:
+		/* In SQD too, outstanding requests are sent again if lost. */
+		if (qp->req.rnr_wait && !timer_pending(&qp->timer))
+			qp->req.rnr_wait = false;
+		if (READ_ONCE(qp->req.timed_out)) {
+			WRITE_ONCE(qp->req.timed_out, false);
+			if (!timer_pending(&qp->retry_timer))
+				sroce_comp_timeout(qp);
+		}
+		sroce_req_run(qp);
+		if (qp->attr.qp_state == IB_QPS_SQD &&
+		    qp->attr.en_sqd_async_notify &&
+		    qp->sq_comp == qp->req.next && !qp->req.sent) {
+			qp->attr.en_sqd_async_notify = 0;
+			sroce_qp_event(qp, IB_EVENT_SQ_DRAINED);
+		}
+		break;
+	default:
+		break;
+	}
+
+	/*
+	 * Tell the provider whether a post needs the doorbell, then look
+	 * once more for WRs posted before it could see that.
+	 */
+	active = sroce_qp_will_return(qp);
+	qp->active = active;
+	WRITE_ONCE(qp->sq.hdr->kernel_active, active);
+	smp_mb(); /* pairs with the provider's post-then-check */
+	if (!active &&
+	    (qp->attr.qp_state == IB_QPS_RTS ||
+	     qp->attr.qp_state == IB_QPS_ERR) &&
+	    (READ_ONCE(qp->sq.hdr->prod) != qp->sq_cons ||
+	     (qp->attr.qp_state == IB_QPS_ERR && qp->rq.hdr &&
+	      READ_ONCE(qp->rq.hdr->prod) != qp->rq_cons)))
+		sroce_task_sched(qp);
+out:
+	qp->inl = NULL;
+	mutex_unlock(&qp->lock);
+}
+
+static void sroce_qp_work(struct work_struct *work)
+{
+	sroce_qp_run(container_of(work, struct sroce_qp, work), NULL, false);
+}
+
+/**
+ * sroce_task_doorbell - the provider posted sends: run the engine now
+ * @qp: a user QP, kept alive by the caller's uverbs object lock
+ *
+ * Sends in the caller's context, without a hop through the workqueue.
+ */
+void sroce_task_doorbell(struct sroce_qp *qp)
+{
+	struct sroce_inline inl = {};
+
+	sroce_qp_run(qp, &inl, false);
+	/*
+	 * The QPs our packets reached on this host, and those their answers
+	 * reached, in turn: a request and its reply without a worker's
+	 * wakeup. Each run holds only its own QP's lock.
+	 */
+	while (inl.done < inl.n) {
+		struct sroce_qp *peer = inl.qp[inl.done++];
+
+		sroce_qp_run(peer, &inl, true);
+		sroce_qp_put(peer);
+	}
+}
+
+/**
+ * sroce_task_drain - the engine's last run for a QP being destroyed
+ * @qp: the QP, marked destroyed and out of the QP table, the table's
+ *      reference dropped
+ *
+ * That run drops the packets still queued, and their references. Waits
+ * until every reference is gone (queued packets, a doorbell's list entry,
+ * a receive path's own), then until the work item is idle.
+ */
+void sroce_task_drain(struct sroce_qp *qp)
+{
+	sroce_task_sched(qp);
+	wait_for_completion(&qp->released);
+	cancel_work_sync(&qp->work);
+}
