@@ -21,13 +21,14 @@ static u32 sroce_cq_slots(int cqe)
 	return roundup_pow_of_two(cqe);
 }
 
-static int sroce_cq_copy_resp(struct sroce_cq *cq, struct ib_udata *udata)
+static int sroce_cq_copy_resp(const struct sroce_ring *ring,
+			      struct ib_udata *udata)
 {
 	struct sroce_create_cq_resp resp = {};
 
 	if (!udata)
 		return 0;
-	sroce_ring_geom(&cq->ring, &resp.ring);
+	sroce_ring_geom(ring, &resp.ring);
 	if (udata->outlen < sizeof(resp))
 		return -EINVAL;
 	return ib_copy_to_udata(udata, &resp, sizeof(resp));
@@ -86,7 +87,7 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		goto err_count;
 
-	err = sroce_cq_copy_resp(cq, udata);
+	err = sroce_cq_copy_resp(&cq->ring, udata);
 	if (err)
 		goto err_ring;
 	ibcq->cqe = cq->ring.num_slots;
@@ -131,13 +132,15 @@ static int sroce_cq_pending(struct sroce_cq *cq)
  * @udata: the new ring's geometry goes back here
  *
  * Entries not yet polled move to the new ring, which the provider maps in
- * place of the old one while it holds the CQ (no concurrent poll).
+ * place of the old one while it holds the CQ (no concurrent poll). The new
+ * ring's geometry goes to @udata before the CQ moves: a CQ whose resize
+ * fails stays on the ring its provider has mapped.
  *
- * Return: 0; -EINVAL for @cqe out of [1, SROCE_MAX_CQE] or when the entries
- * not yet polled would not fit; -EIO when the CQ's consumer index is
- * corrupt; -ENOMEM without memory for the new ring. Or, with the CQ on
- * its new ring already, -EINVAL when @udata has no room for the new
- * ring's geometry and -EFAULT when it cannot be copied there.
+ * Return: 0; -EINVAL for @cqe out of [1, SROCE_MAX_CQE], when the entries
+ * not yet polled would not fit, or when @udata has no room for the new
+ * ring's geometry; -EFAULT when the geometry cannot be copied there; -EIO
+ * when the CQ's consumer index is corrupt; -ENOMEM without memory for the
+ * new ring.
  */
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
@@ -152,14 +155,16 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	err = sroce_cq_ring_init(cq, udata, cqe, &new_ring, &new_kqp);
 	if (err)
 		return err;
+	err = sroce_cq_copy_resp(&new_ring, udata);
+	if (err)
+		goto err_ring;
 
 	spin_lock_irq(&cq->lock);
 	pending = sroce_cq_pending(cq);
 	if (pending < 0 || pending > new_ring.num_slots) {
 		spin_unlock_irq(&cq->lock);
-		kvfree(new_kqp);
-		sroce_ring_release(&new_ring);
-		return pending < 0 ? pending : -EINVAL;
+		err = pending < 0 ? pending : -EINVAL;
+		goto err_ring;
 	}
 	cons = cq->prod - pending;
 	for (i = 0; i < pending; i++) {
@@ -180,13 +185,15 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	cq->kcons = 0;
 	spin_unlock_irq(&cq->lock);
 
-	err = sroce_cq_copy_resp(cq, udata);
 	kvfree(old_kqp);
 	sroce_ring_release(&old_ring);
-	if (err)
-		return err;
 	ibcq->cqe = cq->ring.num_slots;
 	return 0;
+
+err_ring:
+	kvfree(new_kqp);
+	sroce_ring_release(&new_ring);
+	return err;
 }
 
 /**

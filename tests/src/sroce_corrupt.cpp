@@ -5,7 +5,8 @@
 // never a kernel fault. This test reaches the provider's ring structures
 // (userspace/sroce.h) the way a buggy application's stray stores would.
 //
-//   sroce-corrupt DEV sq_index|wqe|cq_index|xrc_doorbell|qp_modify_method
+//   sroce-corrupt DEV sq_index|wqe|cq_index|xrc_doorbell|qp_modify_method|
+//                     cq_resize_resp
 #include "../../userspace/sroce.h"
 #include "check.h"
 
@@ -16,6 +17,7 @@
 #include <poll.h>
 #include <string_view>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rdma/rdma_user_ioctl_cmds.h>
@@ -250,13 +252,105 @@ void t_qp_modify_method(ibv_context *, ibv_pd *pd, ibv_cq *cq, ibv_qp *)
 	CHECK(ibv_destroy_qp(qp) == 0, "destroy UD QP");
 }
 
+// A signaled self-WRITE of 8 bytes; true once its completion is polled.
+bool self_write(ibv_pd *pd, ibv_cq *cq, ibv_qp *qp, uint64_t wr_id)
+{
+	static char buf[64];
+	ibv_mr *mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+						      IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr, "reg MR: %s", strerror(errno));
+	if (!mr)
+		return false;
+	ibv_sge sge = { uintptr_t(buf), 8, mr->lkey };
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = uintptr_t(buf + 32);
+	wr.wr.rdma.rkey = mr->rkey;
+	ibv_wc wc{};
+	bool got = ibv_post_send(qp, &wr, &bad) == 0 && wait_wc(cq, wc);
+	CHECK(got, "no completion for WRITE %llu", (unsigned long long)wr_id);
+	if (got)
+		CHECK(wc.wr_id == wr_id && wc.status == IBV_WC_SUCCESS,
+		      "WRITE %llu: wr_id %llu status %s",
+		      (unsigned long long)wr_id, (unsigned long long)wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+	ibv_dereg_mr(mr);
+	return got;
+}
+
+// ib_uverbs' resize command as libibverbs writes it, with the response
+// buffer at @resp and @out_words of room there.
+int resize_write(ibv_cq *cq, int cqe, void *resp, uint16_t out_words)
+{
+	struct {
+		ib_uverbs_cmd_hdr hdr;
+		ib_uverbs_resize_cq cmd;
+	} req{};
+	req.hdr.command = IB_USER_VERBS_CMD_RESIZE_CQ;
+	req.hdr.in_words = sizeof(req) / 4;
+	req.hdr.out_words = out_words;
+	req.cmd.response = uintptr_t(resp);
+	req.cmd.cq_handle = cq->handle;
+	req.cmd.cqe = cqe;
+	return write(cq->context->cmd_fd, &req, sizeof(req)) == sizeof(req) ?
+		       0 : errno;
+}
+
+// A resize whose response has no room for the new ring's geometry (EINVAL),
+// or whose geometry lands on memory the process cannot write (EFAULT),
+// leaves the CQ on the ring its provider has mapped: completions after it
+// are still polled, and a good resize then works.
+void t_cq_resize_resp(ibv_context *, ibv_pd *pd, ibv_cq *cq, ibv_qp *qp)
+{
+	const uint16_t core_words = sizeof(ib_uverbs_resize_cq_resp) / 4;
+	const uint16_t all_words = core_words +
+				   sizeof(sroce_create_cq_resp) / 4;
+	long page = sysconf(_SC_PAGESIZE);
+
+	CHECK(self_write(pd, cq, qp, 1), "the CQ works before");
+	ib_uverbs_resize_cq_resp core{};
+	int ret = resize_write(cq, 64, &core, core_words);
+	CHECK(ret == EINVAL, "resize with no room for the ring: %d (%s), "
+	      "expected EINVAL", ret, strerror(ret));
+	CHECK(self_write(pd, cq, qp, 2), "the CQ lost a completion after a "
+	      "resize refused with EINVAL");
+
+	// The core response fits in the last bytes of a writable page; the
+	// driver's part falls on a page the process cannot write.
+	auto *two = static_cast<char *>(mmap(nullptr, 2 * page,
+					     PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS, -1,
+					     0));
+	CHECK(two != MAP_FAILED, "mmap: %s", strerror(errno));
+	if (two == MAP_FAILED)
+		return;
+	CHECK(mprotect(two + page, page, PROT_READ) == 0, "mprotect: %s",
+	      strerror(errno));
+	ret = resize_write(cq, 64, two + page - sizeof(core), all_words);
+	CHECK(ret == EFAULT, "resize with its ring geometry on a read-only "
+	      "page: %d (%s), expected EFAULT", ret, strerror(ret));
+	CHECK(self_write(pd, cq, qp, 3), "the CQ lost a completion after a "
+	      "resize refused with EFAULT");
+	munmap(two, 2 * page);
+
+	ret = ibv_resize_cq(cq, 64);
+	CHECK(ret == 0 && cq->cqe >= 64, "a good resize: %d (%s), cqe %d",
+	      ret, strerror(ret), cq->cqe);
+	CHECK(self_write(pd, cq, qp, 4), "the CQ works after a good resize");
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
 		fprintf(stderr, "usage: sroce-corrupt DEV sq_index|wqe|cq_index|"
-				"xrc_doorbell|qp_modify_method\n");
+				"xrc_doorbell|qp_modify_method|"
+				"cq_resize_resp\n");
 		return 2;
 	}
 	std::string_view t = argv[2];
@@ -264,7 +358,8 @@ int main(int argc, char **argv)
 		  t == "wqe"		  ? t_wqe :
 		  t == "cq_index"	  ? t_cq_index :
 		  t == "xrc_doorbell"	  ? t_xrc_doorbell :
-		  t == "qp_modify_method" ? t_qp_modify_method : nullptr;
+		  t == "qp_modify_method" ? t_qp_modify_method :
+		  t == "cq_resize_resp"	  ? t_cq_resize_resp : nullptr;
 	if (!fn)
 		return 2;
 
