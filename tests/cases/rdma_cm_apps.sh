@@ -9,14 +9,19 @@ res_lines qp sroce0 | grep -q 'lqpn 1 type GSI' ||
 	fail "no GSI QP1: $(rdma resource show qp)"
 ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
-# pair 'SERVER CMD' 'CLIENT CMD': both must succeed
+listening() { rdma resource show cm_id | grep -q 'state LISTEN'; }
+# pair 'SERVER CMD' 'CLIENT CMD': both must succeed. The client starts once
+# the server's rdma_cm ID listens (a slow VM can take more than a second to
+# get there; a UD client that comes first is told its service is
+# unsupported, RDMA_CM_EVENT_UNREACHABLE).
 pair() {
 	local srv out
 	srv=$(mktemp)
-	timeout 60 $1 > "$srv" 2>&1 &
+	timeout $(tmo 60) $1 > "$srv" 2>&1 &
 	local pid=$!
-	sleep 1
-	out=$(timeout 60 $2 2>&1) ||
+	wait_for $(tmo 10) listening ||
+		fail "$1 does not listen: $(rdma resource show cm_id)"
+	out=$(timeout $(tmo 60) $2 2>&1) ||
 		fail "$2: $out"$'\n'"server ($1): $(cat "$srv")"
 	wait $pid || fail "$1: $(cat "$srv")"$'\n'"client: $out"
 	rm -f "$srv"
