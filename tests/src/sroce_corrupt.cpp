@@ -311,6 +311,10 @@ void t_cq_resize_resp(ibv_context *, ibv_pd *pd, ibv_cq *cq, ibv_qp *qp)
 				   sizeof(sroce_create_cq_resp) / 4;
 	long page = sysconf(_SC_PAGESIZE);
 
+	ibv_qp_attr a{};
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_ACCESS_FLAGS) == 0,
+	      "QP to remote write: %s", strerror(errno));
 	CHECK(self_write(pd, cq, qp, 1), "the CQ works before");
 	ib_uverbs_resize_cq_resp core{};
 	int ret = resize_write(cq, 64, &core, core_words);
