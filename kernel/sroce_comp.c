@@ -111,6 +111,7 @@ void sroce_comp_arm_retry(struct sroce_qp *qp)
 {
 	unsigned long usecs, deadline;
 
+	lockdep_assert_held(&qp->lock);
 	if (!qp->attr.timeout || !sroce_outstanding(qp) ||
 	    !sroce_qp_sends(qp)) {
 		WRITE_ONCE(qp->req.retry_on, false);
@@ -168,6 +169,7 @@ void sroce_comp_local_done(struct sroce_qp *qp)
 	struct sroce_send_wqe *wqe;
 	struct sroce_swqe *sw;
 
+	lockdep_assert_held(&qp->lock);
 	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
 	       (wqe->opcode == IB_WR_REG_MR || wqe->opcode == IB_WR_LOCAL_INV ||
 		wqe->opcode == IB_UVERBS_WR_BIND_MW))
@@ -524,6 +526,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	u8 opcode = SROCE_PKT(skb)->opcode;
 
+	lockdep_assert_held(&qp->lock);
 	if (!sroce_qp_is_reliable(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_sends(qp)) {

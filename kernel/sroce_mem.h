@@ -176,8 +176,8 @@ struct sroce_mem {
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
  * @sdev: the device whose memory table holds @mem
  * @mem: its memory table entry (key, state, map)
- * @lock: serialises rereg, fast registration and dereg, which replace
- *        @mem.map
+ * @lock: serialises what replaces @mem.map (registration, rereg, fast
+ *        registration, dereg) and a bind's look at it
  * @rcu: frees the MR after lookups under RCU are done with it
  * @fast_pages: fast-registration MRs: the page list ops.map_mr_sg builds
  * @fast_npages: its entries

@@ -71,6 +71,7 @@ static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent)
 {
 	struct sroce_map *old;
 
+	lockdep_assert_held(&ent->lock);
 	WRITE_ONCE(ent->mem.state, SROCE_MEM_INVALID);
 	old = rcu_replace_pointer(ent->mem.map, NULL,
 				  lockdep_is_held(&ent->lock));

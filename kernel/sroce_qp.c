@@ -773,6 +773,7 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
  */
 void sroce_qp_error(struct sroce_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->attr.qp_state == IB_QPS_ERR)
 		return;
 	qp->attr.qp_state = IB_QPS_ERR;
@@ -854,6 +855,7 @@ void sroce_qp_flush(struct sroce_qp *qp)
 	struct sroce_cq *rcq = qp->ibqp.recv_cq ? to_scq(qp->ibqp.recv_cq) :
 						  NULL;
 
+	lockdep_assert_held(&qp->lock);
 	/* First the WQEs the engine had taken, then the ring. */
 	qp->req.next = qp->sq_cons;
 	while (qp->sq_comp != qp->sq_cons)

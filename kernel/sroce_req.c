@@ -499,6 +499,7 @@ void sroce_req_run(struct sroce_qp *qp)
 	int budget = SROCE_REQ_BUDGET;
 	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
 
+	lockdep_assert_held(&qp->lock);
 	while (sroce_req_may_send(qp) && !qp->req.rnr_wait) {
 		struct sroce_send_wqe *wqe;
 		u32 idx = qp->req.next;

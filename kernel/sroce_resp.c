@@ -96,6 +96,7 @@ static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
  */
 void sroce_resp_flush_ack(struct sroce_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (!qp->resp.ack_owed)
 		return;
 	qp->resp.ack_owed = false;
@@ -901,6 +902,7 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
 
+	lockdep_assert_held(&qp->lock);
 	switch (qp->attr.qp_state) {
 	case IB_QPS_RTR:
 	case IB_QPS_RTS:

@@ -311,7 +311,8 @@ enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };
 /**
  * struct sroce_srq - a shared receive queue
  * @ibsrq: ib_core's SRQ
- * @lock: serialises the QPs taking WQEs; protects @cons, @limit
+ * @lock: serialises the QPs taking WQEs and a kernel SRQ's posts;
+ *        protects @cons, @limit
  * @ring: the receive WQE ring shared with the provider
  * @cons: the kernel's consumer index
  * @limit: raise IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs remain (0: off)
@@ -351,7 +352,9 @@ struct sroce_inline;
 /**
  * struct sroce_qp - a queue pair
  * @ibqp: ib_core's QP
- * @lock: serialises modify, query and destroy; protects @attr, @av
+ * @lock: serialises the engine's runs (sroce_task.c), modify, query and
+ *        destroy; protects @attr, @av and the engine's state (@req,
+ *        @resp, the ring indices below)
  * @attr: the attributes verbs set and query (qp_state among them)
  * @av: the destination of a connected QP (valid once IB_QP_AV is set)
  * @cap: the capacities the QP was created with
