@@ -6,6 +6,8 @@
  * Packets to one of the device's own GIDs never touch the network stack:
  * they are handed to the receive path directly (loopback).
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -215,7 +217,7 @@ int sroce_net_init(void)
 	}
 	return 0;
 err:
-	pr_err("sroce: cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
+	pr_err("cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
 	       SROCE_UDP_PORT, PTR_ERR(sroce_sock4));
 	return PTR_ERR(sroce_sock4);
 }
