@@ -69,6 +69,10 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 		return;
 	if (sw->done && sroce_needs_response(wqe->opcode))
 		qp->req.rd_atomic--;
+	/* Flushed WQEs follow an error already traced (or a modify). */
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
+		sroce_dbg_qp(qp, "send WQE %u (wr_id %#llx) completes with %s\n",
+			     idx, wqe->wr_id, ib_wc_status_msg(status));
 	qp->sq_comp = idx + 1;
 	sroce_sq_publish(qp);
 	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
@@ -293,6 +297,8 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 		return;
 	}
 	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_TIMEOUTS);
+	sroce_dbg_qp(qp, "transport timeout, %u retries left\n",
+		     qp->req.retries);
 	if (!qp->req.retries) {
 		sroce_count(to_sdev(qp->ibqp.device),
 			    SROCE_CNT_RETRY_EXCEEDED);
@@ -367,6 +373,8 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	default:
 		/* a reserved AETH type */
 		sroce_count(sdev, SROCE_CNT_DROP_MALFORMED);
+		sroce_dbg_qp(qp, "psn %u dropped: reserved AETH syndrome %#x\n",
+			     psn, syndrome);
 		return;
 	}
 
@@ -531,11 +539,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_sends(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "response %#x psn %u dropped: QP type or state %d\n",
+			     opcode, SROCE_PKT(skb)->psn, qp->attr.qp_state);
 		return;
 	}
 	if (!sroce_comp_psn_valid(qp, SROCE_PKT(skb)->psn)) {
 		sroce_count(to_sdev(qp->ibqp.device),
 			    SROCE_CNT_DROP_GHOST_RESP);
+		sroce_dbg_qp(qp, "response %#x psn %u dropped: not for a request outstanding\n",
+			     opcode, SROCE_PKT(skb)->psn);
 		return;
 	}
 	/*

@@ -155,6 +155,23 @@ static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
 	return qpn && (!bound || bound == qpn);
 }
 
+/* Trace an access sroce_mem_get() refuses with @err (a debug line). */
+static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
+			      u64 va, u64 len, int access, int err)
+{
+	const char *why = err == -ENOENT ? "no valid MR or window has it" :
+			  err == -EPERM ? "another PD's" :
+			  err == -EACCES ? "access not granted" :
+					   "out of range";
+
+	if (qpn)
+		sroce_dbg_dev(sdev, "qp#%u: rkey %#x refused (access %#x, %#llx+%#llx): %s\n",
+			      qpn, key, access, va, len, why);
+	else
+		sroce_dbg_dev(sdev, "lkey %#x refused (access %#x, %#llx+%#llx): %s\n",
+			      key, access, va, len, why);
+}
+
 /**
  * sroce_mem_get - resolve a key for an access; every lkey and rkey goes here
  * @sdev: the device
@@ -197,13 +214,14 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 		if (map && (READ_ONCE(mem->state) != SROCE_MEM_VALID ||
 			    map->key != key)) {
 			rcu_read_unlock();
-			sroce_map_put(map);
-			return ERR_PTR(-ENOENT);
+			err = -ENOENT;
+			goto err_put;
 		}
 	}
 	rcu_read_unlock();
+	err = -ENOENT;
 	if (!map)
-		return ERR_PTR(-ENOENT);
+		goto err;
 
 	err = -EPERM;
 	if (map->pd != pd)
@@ -225,6 +243,8 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 
 err_put:
 	sroce_map_put(map);
+err:
+	sroce_mem_refused(sdev, qpn, key, va, len, access, err);
 	return ERR_PTR(err);
 }
 

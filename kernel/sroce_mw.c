@@ -147,22 +147,32 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	struct sroce_mr *mr = NULL;
 	struct sroce_mw_ent *ent;
 	bool zero_based = b->access & IB_ZERO_BASED;
+	const char *why;
 	int err = -EINVAL;
 
+	why = "the new key names another window";
+	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key))
+		goto out;
 	/* Local write may be asked for; a window grants remote access only. */
-	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key) ||
-	    (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED)))
-		return -EINVAL;
+	why = "access flags";
+	if (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED))
+		goto out;
 	if (b->length) {
 		mr_map = sroce_mr_bind_get(sdev, pd, b->mr_lkey, b->addr,
 					   b->length, &mr);
-		if (IS_ERR(mr_map))
-			return PTR_ERR(mr_map);
+		why = "the MR's key, PD, bind access or range";
+		if (IS_ERR(mr_map)) {
+			err = PTR_ERR(mr_map);
+			mr_map = NULL;
+			goto out;
+		}
+		why = "remote write or atomic, and the MR has no local write";
 		if ((b->access & (IB_ACCESS_REMOTE_WRITE |
 				  IB_ACCESS_REMOTE_ATOMIC)) &&
 		    !(mr_map->access & IB_ACCESS_LOCAL_WRITE))
 			goto out;
 		err = -ENOMEM;
+		why = "no memory";
 		map = sroce_map_window(mr_map, pd, b->access & remote,
 				       zero_based ? 0 : b->addr, b->addr,
 				       b->length);
@@ -178,13 +188,21 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
+	why = "no such window";
 	if (!ent)
 		goto out;
-	if (ent->pd != pd || READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
+	if (READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
 		goto out_unlock;
-	if (ent->type == IB_MW_TYPE_2 &&
-	    (!b->length || ent->mem.state != SROCE_MEM_INVALID))
+	why = "the window is another PD's";
+	if (ent->pd != pd)
 		goto out_unlock;
+	why = "a type 2 window's bind of length 0";
+	if (ent->type == IB_MW_TYPE_2 && !b->length)
+		goto out_unlock;
+	why = "a type 2 window still bound";
+	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
+		goto out_unlock;
+	why = "a zero-based type 1 window";
 	if (ent->type == IB_MW_TYPE_1 && zero_based)
 		goto out_unlock;
 
@@ -203,6 +221,8 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 out_unlock:
 	spin_unlock_bh(&ent->lock);
 out:
+	if (err)
+		sroce_dbg_mw(sdev, b->mw_key, "bind refused: %s\n", why);
 	if (old)
 		sroce_map_put(old);
 	if (map)
@@ -238,8 +258,10 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
-	if (!ent)
+	if (!ent) {
+		sroce_dbg_mw(sdev, key, "invalidation refused: no such window\n");
 		return -EINVAL;
+	}
 	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd && ent->qpn == qpn &&
 	    READ_ONCE(ent->mem.key) == key &&
 	    ent->mem.state == SROCE_MEM_VALID) {
@@ -247,6 +269,9 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		err = 0;
 	}
 	spin_unlock_bh(&ent->lock);
+	if (err)
+		sroce_dbg_mw(sdev, key, "invalidation of key %#x through qp#%u refused\n",
+			     key, qpn);
 	if (old)
 		sroce_map_put(old);
 	return err;

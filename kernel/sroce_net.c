@@ -148,6 +148,8 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	return;
 drop:
 	sroce_count(sdev, why);
+	sroce_dbg_dev(sdev, "received packet of %u bytes dropped: %s\n",
+		      skb->len, sroce_counter_name(why));
 	kfree_skb(skb);
 }
 
@@ -449,6 +451,8 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->dev = sdev->ndev;
 	err = sroce_route(sdev, av, skb);
 	if (err) {
+		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
+			      av->dgid.raw, err);
 		kfree_skb(skb);
 		return err;
 	}
@@ -456,7 +460,12 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		err = ip_local_out(dev_net(sdev->ndev), sroce_sock4->sk, skb);
 	else
 		err = ip6_local_out(dev_net(sdev->ndev), sroce_sock6->sk, skb);
-	return net_xmit_eval(err) ? -EAGAIN : 0;
+	if (net_xmit_eval(err)) {
+		sroce_dbg_dev(sdev, "packet to %pI6 dropped by the stack (%d)\n",
+			      av->dgid.raw, err);
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 /* Is @gid one of @sdev's own (RoCEv2) GIDs? */

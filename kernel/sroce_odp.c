@@ -237,8 +237,12 @@ static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 	if (!child)
 		child = sroce_odp_add_child(pin, idx);
 	downgrade_write(&pin->child_rwsem);
-	if (IS_ERR(child))
+	if (IS_ERR(child)) {
 		up_read(&pin->child_rwsem);
+		sroce_dbg_dev(to_sdev(pin->umem->ibdev),
+			      "no child umem for user address %#llx (%ld)\n",
+			      uva, PTR_ERR(child));
+	}
 	return child;
 }
 
@@ -301,6 +305,9 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
 fault:
 	sroce_odp_put_umem(map->pin);
+	sroce_dbg_dev(to_sdev(map->pd->device),
+		      "key %#x: page of %#llx not had for %s\n", map->key, va,
+		      write ? "writing" : "reading");
 	return ERR_PTR(-EFAULT);
 }
 
@@ -391,8 +398,12 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		if (ret >= 0)
 			mutex_unlock(&odp->umem_mutex);
 		sroce_odp_put_umem(map->pin);
-		if (ret < 0)
+		if (ret < 0) {
+			sroce_dbg_dev(to_sdev(map->pd->device),
+				      "key %#x: prefetch of user address %#llx+%#llx failed (%d)\n",
+				      map->key, uva, n, ret);
 			return -EFAULT;
+		}
 		uva += n;
 		len -= n;
 		cond_resched();

@@ -797,8 +797,11 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 		.qp_num = qp->ibqp.qp_num,
 	};
 
-	if (prod - *cons > ring->num_slots)
+	if (prod - *cons > ring->num_slots) {
+		sroce_dbg_qp(qp, "%s producer index %u corrupt: WQEs dropped\n",
+			     send ? "SQ" : "RQ", prod);
 		*cons = prod;
+	}
 	while (*cons != prod) {
 		const void *slot = sroce_ring_slot(ring, *cons);
 

@@ -145,6 +145,7 @@ static bool sroce_req_fetch(struct sroce_qp *qp)
 		return false;
 	if (prod - qp->sq_comp > qp->sq.num_slots) {
 		/* The application corrupted the producer index. */
+		sroce_dbg_qp(qp, "SQ producer index %u corrupt\n", prod);
 		sroce_qp_error(qp);
 		return false;
 	}

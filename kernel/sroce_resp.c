@@ -71,8 +71,8 @@ static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
 	aeth->smsn = cpu_to_be32((u32)syndrome << 24 | (msn & 0xffffff));
 }
 
-/* Counts a NAK this responder sends (an ACK counts nothing). */
-static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
+/* Counts and traces a NAK this responder sends (an ACK counts nothing). */
+static void sroce_resp_count_nak(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	static const enum sroce_counter naks[] = {
 		[SROCE_NAK_PSN_SEQ] = SROCE_CNT_NAK_SEQ_SENT,
@@ -82,12 +82,18 @@ static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
 	};
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	u8 code = syndrome & 0x1f;
+	enum sroce_counter c;
 
 	if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_RNR_NAK)
-		sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT);
+		c = SROCE_CNT_RNR_NAK_SENT;
 	else if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_NAK &&
 		 code < ARRAY_SIZE(naks))
-		sroce_count(sdev, naks[code]);
+		c = naks[code];
+	else
+		return;
+	sroce_count(sdev, c);
+	sroce_dbg_qp(qp, "psn %u: %s (syndrome %#x)\n", psn,
+		     sroce_counter_name(c), syndrome);
 }
 
 /**
@@ -118,7 +124,7 @@ static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ACK, psn, 0);
 
-	sroce_resp_count_nak(qp, syndrome);
+	sroce_resp_count_nak(qp, psn, syndrome);
 	if (!skb)
 		return;
 	sroce_set_aeth(skb, syndrome, qp->resp.msn);
@@ -178,6 +184,8 @@ static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 	if (IS_ERR(map))
 		return NULL;
 	if (sroce_map_id(map) != map_id) {
+		sroce_dbg_qp(qp, "rkey %#x refused: not the translation its message began with\n",
+			     rkey);
 		sroce_map_put(map);
 		return NULL;
 	}
@@ -220,6 +228,9 @@ static void sroce_resp_post(struct sroce_qp *qp, struct sroce_cqe *cqe,
 
 	cqe->wr_id = rwqe->wr_id;
 	cqe->qp_num = qp->ibqp.qp_num;
+	if (cqe->status != IB_WC_SUCCESS)
+		sroce_dbg_qp(qp, "receive WQE (wr_id %#llx) completes with %s\n",
+			     cqe->wr_id, ib_wc_status_msg(cqe->status));
 	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
 	if (!sroce_resp_srq(qp)) {
@@ -364,8 +375,11 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 		u32 len = be32_to_cpu(reth->len);
 
-		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
+		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE)) {
+			sroce_dbg_qp(qp, "psn %u: the QP allows no remote write\n",
+				     pkt->psn);
 			return SROCE_RESP_NAK_ACCESS;
+		}
 		if (len > SROCE_MAX_MSG_SIZE)
 			return SROCE_RESP_NAK_INV;
 		r->va = be64_to_cpu(reth->va);
@@ -548,8 +562,10 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	struct sroce_map *map;
 	u64 map_id = 0;
 
-	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)) {
+		sroce_dbg_qp(qp, "psn %u: the QP allows no remote read\n", psn);
 		return SROCE_RESP_NAK_ACCESS;
+	}
 	if (len > SROCE_MAX_MSG_SIZE)
 		return SROCE_RESP_NAK_INV;
 	if (len) {
@@ -606,8 +622,11 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	u64 orig;
 	int err;
 
-	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) {
+		sroce_dbg_qp(qp, "psn %u: the QP allows no remote atomic\n",
+			     psn);
 		return SROCE_RESP_NAK_ACCESS;
+	}
 	if (va & 7)
 		return SROCE_RESP_NAK_INV;
 	mr = sroce_resp_mr_get(qp, be32_to_cpu(a->rkey), va, 8,
@@ -651,8 +670,11 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 		 * than this one: the requester sends it again too.
 		 */
 		res = sroce_resp_res_find(qp, psn);
-		if (!res || res->kind != SROCE_RES_READ)
+		if (!res || res->kind != SROCE_RES_READ) {
+			sroce_dbg_qp(qp, "psn %u: duplicate READ of no READ taken, ignored\n",
+				     psn);
 			return;
+		}
 		sroce_resp_read_stop(qp);
 		sroce_resp_read(qp, skb, true);
 		return;
@@ -662,6 +684,9 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 		res = sroce_resp_res_find(qp, psn);
 		if (res && res->kind == SROCE_RES_ATOMIC)
 			sroce_resp_atomic_ack(qp, psn, res->orig);
+		else
+			sroce_dbg_qp(qp, "psn %u: duplicate atomic of no atomic taken, ignored\n",
+				     psn);
 		return;
 	}
 	/*
@@ -688,10 +713,13 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 	/* UD has no NAKs: a wrong Q_Key, or no receive posted, drops it. */
 	if (be32_to_cpu(deth->qkey) != qp->attr.qkey) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_BAD_QKEY);
+		sroce_dbg_qp(qp, "datagram dropped: Q_Key %#x is not the QP's\n",
+			     be32_to_cpu(deth->qkey));
 		return;
 	}
 	if (!sroce_resp_take_rwqe(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
+		sroce_dbg_qp(qp, "datagram dropped: no receive WQE\n");
 		return;
 	}
 	rwqe = qp->resp.rwqe;
@@ -737,6 +765,9 @@ static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 	if (!qp->resp.nak_sent)
 		sroce_resp_ack(qp, qp->resp.epsn,
 			       SROCE_AETH_NAK | SROCE_NAK_PSN_SEQ);
+	else
+		sroce_dbg_qp(qp, "psn %u (expected %u) dropped: sequence NAK sent\n",
+			     SROCE_PKT(skb)->psn, qp->resp.epsn);
 	qp->resp.nak_sent = true;
 }
 
@@ -812,6 +843,8 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	case SROCE_RESP_DROP:
 		/* UC: a message with no receive WQE for it (IBTA 9.9.3) */
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
+		sroce_dbg_qp(qp, "psn %u: UC message dropped: no receive WQE\n",
+			     pkt->psn);
 		sroce_resp_abort_msg(qp);
 		return;
 	case SROCE_RESP_RNR:
@@ -840,6 +873,9 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	if (!rc && (res == SROCE_RESP_NAK_INV ||
 		    res == SROCE_RESP_NAK_ACCESS)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_UC_MSG);
+		sroce_dbg_qp(qp, "psn %u: UC message dropped: %s\n", pkt->psn,
+			     res == SROCE_RESP_NAK_INV ? "invalid request" :
+			     "remote access error");
 		return;
 	}
 	/* Class C errors: NAK, then the responder's QP is in error. */
@@ -865,6 +901,8 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		if (!(flags & SROCE_OP_FIRST)) {
 			sroce_count(to_sdev(qp->ibqp.device),
 				    SROCE_CNT_DROP_UC_MSG);
+			sroce_dbg_qp(qp, "psn %u (expected %u): UC message dropped\n",
+				     pkt->psn, qp->resp.epsn);
 			return;
 		}
 		qp->resp.epsn = pkt->psn;
@@ -875,6 +913,8 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
 			sroce_count(to_sdev(qp->ibqp.device),
 				    SROCE_CNT_DROP_UC_MSG);
+			sroce_dbg_qp(qp, "psn %u: UC opcode %#x out of sequence, message dropped\n",
+				     pkt->psn, pkt->opcode);
 			sroce_resp_abort_msg(qp);
 			return;
 		}
@@ -911,10 +951,14 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		break;
 	default:
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "request psn %u dropped: QP state %d\n",
+			     pkt->psn, qp->attr.qp_state);
 		return;
 	}
 	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "request psn %u dropped: opcode %#x of another transport\n",
+			     pkt->psn, pkt->opcode);
 		return;
 	}
 	if (sroce_qp_is_ud(qp)) {
@@ -931,6 +975,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	 * queue (without an SRQ there is no PD to answer a READ in).
 	 */
 	if (!sroce_resp_xrc_srq(qp, skb)) {
+		sroce_dbg_qp(qp, "psn %u: no XRC SRQ of the QP's domain\n",
+			     pkt->psn);
 		if (pkt->psn == qp->resp.epsn)
 			sroce_resp_result(qp, skb, SROCE_RESP_NAK_INV);
 		else

@@ -451,6 +451,32 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 	return container_of(ibcq, struct sroce_cq, ibcq);
 }
 
+/*
+ * Debug lines of the device and of its objects, for what the driver drops,
+ * NAKs or refuses: dynamic debug, so off (and free) unless enabled, e.g.
+ * "module sroce +p" in /sys/kernel/debug/dynamic_debug/control. A QP or
+ * CQ is named by the number "rdma resource" shows: qp#QPN, cq#CQN. Memory
+ * objects have theirs in sroce_mem.h.
+ */
+#define sroce_dbg_dev(sdev, fmt, ...) \
+	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+
+#define sroce_dbg_qp(qp, fmt, ...)					\
+	do {								\
+		const struct sroce_qp *__qp = (qp);			\
+									\
+		ibdev_dbg(__qp->ibqp.device, "qp#%u: " fmt,		\
+			  __qp->ibqp.qp_num, ##__VA_ARGS__);		\
+	} while (0)
+
+#define sroce_dbg_cq(cq, fmt, ...)					\
+	do {								\
+		const struct sroce_cq *__cq = (cq);			\
+									\
+		ibdev_dbg(__cq->ibcq.device, "cq#%u: " fmt,		\
+			  __cq->ibcq.res.id, ##__VA_ARGS__);		\
+	} while (0)
+
 /* Drop a reference to @qp (struct sroce_qp.ref); the last one wakes destroy. */
 static inline void sroce_qp_put(struct sroce_qp *qp)
 {
