@@ -140,8 +140,9 @@ int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
 }
 
 /*
- * Windows are for remote access only (not lkeys), and a type 2 window only
- * through the QP it was bound by.
+ * Windows are for remote access only (a window's key is an R_Key, never an
+ * L_Key), and a type 2 window only through the QP it was bound by (its
+ * type 2B binding to a QP; IBTA volume 1, chapter 10, memory windows).
  */
 static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
 {
@@ -196,6 +197,12 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	u64 last, map_last;
 	int err;
 
+	/*
+	 * The rules of IBTA volume 1, chapter 10, for an L_Key or R_Key: the
+	 * whole key (index and tag) names a valid MR or bound window, in the
+	 * PD of the QP (or SGE list) that uses it, which grants every access
+	 * asked, over every byte accessed.
+	 */
 	rcu_read_lock();
 	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
 	/* acquire: pairs with the release that made a registration valid */
@@ -223,13 +230,18 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	if (!map)
 		goto err;
 
+	/* The key's PD is the one the access is made in. */
 	err = -EPERM;
 	if (map->pd != pd)
 		goto err_put;
+	/* Every access asked is granted, not just one of them. */
 	err = -EACCES;
 	if ((map->access & access) != access)
 		goto err_put;
-	/* Inclusive ends, so that a range may end at 2^64 - 1. */
+	/*
+	 * Every byte is within the key's range. Inclusive ends, so that a
+	 * range may end at 2^64 - 1.
+	 */
 	err = -ERANGE;
 	if (len && check_add_overflow(va, len - 1, &last))
 		goto err_put;

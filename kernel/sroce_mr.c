@@ -595,6 +595,10 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	struct sroce_mem *mem;
 	struct sroce_mr *mr = NULL;
 
+	/*
+	 * The MR's key, in the bind's PD, with bind access (C10-73), the
+	 * window's range inside the MR (C10-75).
+	 */
 	map = sroce_mem_get(sdev, pd, 0, lkey, addr, length,
 			    IB_ACCESS_MW_BIND);
 	if (IS_ERR(map))

@@ -130,13 +130,16 @@ static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
  * @b: what to bind (the window by its table index: the bind's PD check
  *     is what guards it)
  *
- * The checks of the IB spec: window and MR in the QP's PD, the MR allows
- * binding, the range inside the MR, remote write or atomic only if the MR
- * allows local write, zero-based and QP-bound windows for type 2 only, a
- * type 2 window free before it is bound. A type 1 bind of length 0
- * unbinds. The window takes @b->new_key.
+ * The checks of the IB spec, each named at its line (IBTA volume 1,
+ * chapter 10): window and MR in the QP's PD, the MR allows binding, the
+ * range inside the MR, remote write or atomic only if the MR allows local
+ * write, zero-based and QP-bound windows for type 2 only, a type 2 window
+ * free before it is bound. A type 1 bind of length 0 unbinds. The window
+ * takes @b->new_key.
  *
- * Return: 0, or -EINVAL (the WQE completes with IB_WC_MW_BIND_ERR).
+ * Return: 0; -EINVAL for a bind the checks refuse, or -ENOMEM without
+ * memory for the window's map (either way the WQE completes with
+ * IB_WC_MW_BIND_ERR).
  */
 int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		  const struct sroce_bind *b)
@@ -150,14 +153,19 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	const char *why;
 	int err = -EINVAL;
 
+	/* The consumer changes the key's tag only, never its index. */
 	why = "the new key names another window";
 	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key))
 		goto out;
-	/* Local write may be asked for; a window grants remote access only. */
+	/*
+	 * Local write may be asked for; a window grants remote access only
+	 * (a window's key is an R_Key, never an L_Key).
+	 */
 	why = "access flags";
 	if (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED))
 		goto out;
 	if (b->length) {
+		/* C10-73, C10-75: checked by sroce_mr_bind_get(). */
 		mr_map = sroce_mr_bind_get(sdev, pd, b->mr_lkey, b->addr,
 					   b->length, &mr);
 		why = "the MR's key, PD, bind access or range";
@@ -166,6 +174,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			mr_map = NULL;
 			goto out;
 		}
+		/* C10-74 */
 		why = "remote write or atomic, and the MR has no local write";
 		if ((b->access & (IB_ACCESS_REMOTE_WRITE |
 				  IB_ACCESS_REMOTE_ATOMIC)) &&
@@ -193,15 +202,19 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		goto out;
 	if (READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
 		goto out_unlock;
+	/* C10-72 */
 	why = "the window is another PD's";
 	if (ent->pd != pd)
 		goto out_unlock;
+	/* o10-37.2.40: a type 2 window is invalidated, not bound empty. */
 	why = "a type 2 window's bind of length 0";
 	if (ent->type == IB_MW_TYPE_2 && !b->length)
 		goto out_unlock;
+	/* o10-37.2.30 */
 	why = "a type 2 window still bound";
 	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
 		goto out_unlock;
+	/* o10-36.2.2 */
 	why = "a zero-based type 1 window";
 	if (ent->type == IB_MW_TYPE_1 && zero_based)
 		goto out_unlock;
@@ -262,6 +275,10 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		sroce_dbg_mw(sdev, key, "invalidation refused: no such window\n");
 		return -EINVAL;
 	}
+	/*
+	 * o10-37.2.26: never a type 1 window. A type 2 window only by its
+	 * current key, through the QP it is bound to, in its PD.
+	 */
 	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd && ent->qpn == qpn &&
 	    READ_ONCE(ent->mem.key) == key &&
 	    ent->mem.state == SROCE_MEM_VALID) {
