@@ -102,7 +102,7 @@ static bool sroce_outstanding(struct sroce_qp *qp)
 
 /**
  * sroce_comp_arm_retry - (re)start the transport timer
- * @qp: an RC QP, its lock held
+ * @qp: a reliable QP (RC, XRC), its lock held
  *
  * The timer runs while requests are outstanding: 4.096 us * 2^timeout (the
  * QP attribute; 0 means never), at least one jiffy, from the last packet
@@ -166,7 +166,7 @@ static void sroce_ack_upto(struct sroce_qp *qp, u32 psn)
  * sroce_comp_local_done - complete executed local WQEs at the head
  * @qp: the QP, its lock held
  *
- * A REG_MR or LOCAL_INV completes once every WQE before it has.
+ * A REG_MR, LOCAL_INV or BIND_MW completes once every WQE before it has.
  */
 void sroce_comp_local_done(struct sroce_qp *qp)
 {
@@ -527,7 +527,8 @@ static void sroce_comp_acked(struct sroce_qp *qp, u32 next)
 
 /**
  * sroce_comp_rcv - a response packet arrived
- * @qp: an RC QP, its lock held
+ * @qp: the QP, its lock held (a QP that is not reliable, or not sending,
+ *      drops the packet)
  * @skb: the packet (the caller frees it)
  */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)

@@ -185,9 +185,10 @@ static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
  *
  * Return: the key's current map with a reference held (sroce_map_put() it):
  * everything the access then does goes through that one map. Or
- * ERR_PTR(-ENOENT) for a key that names no valid MR (wrong tag, freed),
+ * ERR_PTR(-ENOENT) for a key that names no valid MR or window it may be
+ * used as (wrong tag, freed, a window as an lkey or through another QP),
  * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
- * outside the MR (computed without overflow).
+ * outside the key's range (computed without overflow).
  */
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 qpn, u32 key, u64 va, u64 len, int access)

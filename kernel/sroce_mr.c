@@ -4,7 +4,8 @@
  *
  * An MR owns one entry of the device's memory table (sdev->mem_xa), whose
  * index is the upper 24 bits of its key; the lower 8 bits are random per
- * registration. Indices are allocated cyclically, so a key's index is not
+ * registration (a fast-registration MR takes the consumer's at each
+ * IB_WR_REG_MR). Indices are allocated cyclically, so a key's index is not
  * handed out again right after deregistration, and a stale key from a
  * previous owner finds either nothing or an object whose tag differs.
  *

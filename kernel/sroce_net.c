@@ -74,7 +74,8 @@ bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
  * @skb: the packet; data at the BTH, network header set, ICRC at the end
  * @check_icrc: verify the ICRC (false for loopback, which computed it)
  *
- * Drops what is malformed or for no QP; queues the rest to its QP and
+ * Drops what is malformed, for no QP or for a full receive queue (each
+ * counted by reason); queues the rest to its QP and
  * schedules the QP's engine. Any context.
  */
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)

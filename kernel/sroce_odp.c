@@ -44,11 +44,11 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 	.invalidate = sroce_odp_invalidate,
 };
 
-/* Implicit ODP: a child umem covers each chunk of this size. */
+/* A chunked ODP range: a child umem covers each chunk of this size. */
 #define SROCE_ODP_CHILD_SHIFT	24
 
 /*
- * Children an implicit ODP MR keeps at most (4 GiB of chunks, about 16 MiB
+ * Children a chunked ODP MR keeps at most (4 GiB of chunks, about 16 MiB
  * of page lists in ib_core): a peer that sweeps the address space with the
  * MR's rkey cannot make the kernel allocate without bound.
  */
@@ -213,11 +213,12 @@ static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 }
 
 /*
- * The umem that covers @uva, for an access: an explicit ODP MR's own, or
- * for implicit ODP the child of @uva's chunk, made on first use (it may
- * sleep). For implicit ODP it returns with @pin->child_rwsem held for
- * reading, so that the child is not freed under the access: release it
- * with sroce_odp_put_umem().
+ * The umem that covers @uva, for an access: an ODP MR's own, or for a
+ * chunked range (implicit ODP, an explicit range longer than a chunk) the
+ * child of @uva's chunk, made on first use (it may sleep). For a chunked
+ * range it returns with @pin->child_rwsem held for reading, so that the
+ * child is not freed under the access: release it with
+ * sroce_odp_put_umem().
  */
 static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 {

@@ -729,7 +729,8 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
  * @to_mem: into the SGEs' memory (needs local write access)
  *
  * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
- * if an lkey does not grant the access (wrong key, PD, access or bounds).
+ * if an lkey does not grant the access (wrong key, PD, access or bounds)
+ * or its ODP memory cannot be had.
  */
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,

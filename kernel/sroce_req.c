@@ -415,9 +415,9 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 }
 
 /*
- * Execute local WQE @idx (REG_MR, LOCAL_INV) in order with the sends. It
- * takes no PSN: its last_psn is the previous packet's, so the ACK that
- * completes the WQEs before it completes it too.
+ * Execute local WQE @idx (REG_MR, LOCAL_INV, BIND_MW) in order with the
+ * sends. It takes no PSN: its last_psn is the previous packet's, so the
+ * ACK that completes the WQEs before it completes it too.
  */
 static int sroce_req_local(struct sroce_qp *qp, u32 idx)
 {

@@ -466,8 +466,9 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 static void sroce_resp_read_stop(struct sroce_qp *qp);
 
 /*
- * The memory of a READ being answered cannot be read (ODP, unmapped): a
- * remote access NAK for the response due, and the QP goes to error.
+ * The memory of a READ being answered cannot be read (its key invalidated
+ * or re-registered since the request, or ODP memory not there): a remote
+ * access NAK for the response due, and the QP goes to error.
  */
 static void sroce_resp_read_fail(struct sroce_qp *qp)
 {

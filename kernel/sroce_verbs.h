@@ -258,9 +258,10 @@ struct sroce_req {
  * @read_left: bytes still to send
  * @read_sent: bytes sent
  * @read_psn: PSN of its next response
- * @srq: XRC target QPs: the SRQ the XRCETH of the packet (or message) in
- *       progress names, a reference; its PD checks memory accesses, its
- *       WQEs receive and its CQ completes
+ * @srq: XRC target QPs: the SRQ the XRCETH of the packet being processed
+ *       names (the message's), a reference dropped when the packet is
+ *       done; its PD checks memory accesses, its WQEs receive and its CQ
+ *       completes
  * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
  * @res: the responder resources: the last SROCE_MAX_RD_ATOMIC READs and
  *       atomics taken, so that a duplicate is answered again (a READ from
