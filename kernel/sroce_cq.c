@@ -222,6 +222,9 @@ int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
 	pending = sroce_cq_pending(cq);
 	if (pending < 0 || pending >= cq->ring.num_slots) {
 		spin_unlock_irqrestore(&cq->lock, flags);
+		sroce_dbg_cq(cq, "completion of qp#%u lost: %s\n",
+			     qp->ibqp.qp_num, pending < 0 ?
+			     "consumer index corrupt" : "CQ full");
 		if (cq->ibcq.event_handler) {
 			struct ib_event ev = {
 				.device = cq->ibcq.device,

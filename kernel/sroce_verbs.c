@@ -297,6 +297,12 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_DROP_NO_MEM].name = "drop_no_memory",
 };
 
+/* The name "rdma statistic" shows for counter @c, for debug lines. */
+const char *sroce_counter_name(enum sroce_counter c)
+{
+	return sroce_counter_descs[c].name;
+}
+
 static struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
 						       u32 port_num)
 {
