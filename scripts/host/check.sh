@@ -1,9 +1,10 @@
 #!/bin/bash
-# Run every test: build, boot the VM, run tests/run.sh inside it, and judge
-# the kernel log. Usage: scripts/test.sh [tests/cases/NAME.sh ...]
+# Run every test: build, boot the VM, run scripts/guest/guest-check.sh
+# inside it, and judge the kernel log.
+# Usage: scripts/host/check.sh [tests/cases/NAME.sh ...]
 # The last line is "N passed, N failed".
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 make -s all >/dev/null || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -21,7 +22,7 @@ host_test() {
 }
 install_layout() {
 	local d kver
-	d=$(mktemp -d) kver=$(scripts/kver.sh)
+	d=$(mktemp -d) kver=$(scripts/host/kver.sh)
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
 	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
@@ -45,14 +46,14 @@ kernel_doc_clean() {
 	local kd="" f out src=()
 	for f in "/usr/src/linux-headers-$(uname -r)/scripts/kernel-doc" \
 		"/lib/modules/$(uname -r)/build/scripts/kernel-doc" \
-		"/lib/modules/$(scripts/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
+		"/lib/modules/$(scripts/host/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
 		$(ls -d /usr/src/linux-headers-*/scripts/kernel-doc 2>/dev/null |
 		  sort -rV); do
 		[ -x "$f" ] && { kd=$f; break; }
 	done
 	[ -n "$kd" ] || {
 		echo "no scripts/kernel-doc in /usr/src/linux-headers-*" \
-		     "(scripts/install-deps.sh installs linux-headers)"
+		     "(scripts/host/install-deps.sh installs linux-headers)"
 		return 1
 	}
 	for f in kernel/*.c kernel/*.h; do
@@ -63,16 +64,16 @@ kernel_doc_clean() {
 }
 host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
 
-# Two VMs joined by a socket link on 127.0.0.1 (scripts/vm-pair.sh), VM a
-# with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A step
-# passes when it passed on every VM that ran it; each VM's kernel log
+# Two VMs joined by a socket link on 127.0.0.1 (scripts/host/vm-pair.sh),
+# VM a with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A
+# step passes when it passed on every VM that ran it; each VM's kernel log
 # verdict counts too.
 pair_suite() { # NAME KIND_B SCRIPT...
 	local name=$1 kb=$2 out=$repo/build/pair-$1 line t start=$SECONDS
 	shift 2
 	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
 	mkdir -p "$repo/build"
-	scripts/vm-pair.sh --timeout 1200 --out "$out" \
+	scripts/host/vm-pair.sh --timeout 1200 --out "$out" \
 		-- "export MY4=10.0.3.1 KIND=sroce PEER_KIND=$kb; $run" \
 		-- "export MY4=10.0.3.2 KIND=$kb PEER_KIND=sroce; $run" \
 		> "$out.log" 2>&1
@@ -119,7 +120,8 @@ scripts/rdma-core-tests.sh prepare
 out=$repo/build/test-run
 rm -rf "$out"
 start=$SECONDS
-scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
+scripts/host/vm.sh --out "$out" --timeout 1500 -- \
+	scripts/guest/guest-check.sh "$@"
 vmrc=$?
 echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
 
