@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-# Test runner; runs inside the test VM as root. Runs every tests/cases/*.sh
-# (or those named on the command line) each in a fresh shell with a time
-# limit, one line per test, then "N passed, N failed".
+# The runner of the one-VM cases, inside the test VM as root: the guest side
+# of make check (scripts/host/check.sh boots the VM with it). Runs every
+# tests/cases/*.sh (or those named on the command line) each in a fresh
+# shell with a time limit, one line per test, then "N passed, N failed".
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/lib.sh"
 . "$repo/scripts/kernel-reports.sh"
