@@ -9,10 +9,14 @@
 #                 ROUNDS=N alternations (default 5)
 # make install / make uninstall
 #
-# The kernel is Debian's installed linux-image/linux-headers (scripts/kver.sh),
-# not necessarily the one this machine runs.
+# run, check, check-debug and bench are scripts/host/TARGET.sh: the host side
+# (build, boot the VMs, judge them); what runs inside the VMs is in
+# scripts/guest/.
+#
+# The kernel is Debian's installed linux-image/linux-headers
+# (scripts/host/kver.sh), not necessarily the one this machine runs.
 
-KVER ?= $(shell scripts/kver.sh)
+KVER ?= $(shell scripts/host/kver.sh)
 KDIR ?= /lib/modules/$(KVER)/build
 PREFIX ?= /usr
 LIBDIR ?= $(PREFIX)/lib/$(shell gcc -print-multiarch)
@@ -33,16 +37,16 @@ tests: userspace
 	$(MAKE) -C tests
 
 run: all
-	scripts/run.sh
+	scripts/host/run.sh
 
 check: all
-	scripts/test.sh
+	scripts/host/check.sh
 
 check-debug: all
-	scripts/check-debug.sh
+	scripts/host/check-debug.sh
 
 bench: all
-	scripts/bench.sh $(ROUNDS)
+	scripts/host/bench.sh $(ROUNDS)
 
 install: kernel userspace
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \

@@ -4,11 +4,11 @@
 # 10.0.3.2 (fd00:3::1 and fd00:3::2). Each runs its own command with the
 # peer's address in $PEER4 / $PEER6 and its role in $ROLE.
 #
-# Usage: scripts/vm-pair.sh [--timeout SEC] [--port PORT] [--out DIR] \
+# Usage: scripts/host/vm-pair.sh [--timeout SEC] [--port PORT] [--out DIR] \
 #            -- COMMAND_A -- COMMAND_B        (each given as one string)
-# Exit status 0 only if both VMs pass scripts/judge-vm.sh.
+# Exit status 0 only if both VMs pass scripts/host/judge-vm.sh.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 timeout=1200 port=$((20000 + RANDOM % 20000)) out=$repo/build/pair
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -32,7 +32,7 @@ start_vm() {
 	else
 		nic="socket,connect=127.0.0.1:$port"
 	fi
-	"$repo/scripts/vm.sh" --out "$out/$role" --timeout "$timeout" \
+	"$repo/scripts/host/vm.sh" --out "$out/$role" --timeout "$timeout" \
 		--name "sroce-$role" --nic "$nic" --mac "52:54:00:00:03:0$n" \
 		--ip4 "10.0.3.$n/24" --ip6 "fd00:3::$n/64" \
 		-- env ROLE="$role" PEER4="10.0.3.$peer" PEER6="fd00:3::$peer" \

@@ -8,5 +8,5 @@ for v in $(ls /lib/modules 2>/dev/null | sort -rV); do
 		exit 0
 	fi
 done
-echo "kver.sh: no kernel with headers found; run scripts/install-deps.sh" >&2
+echo "kver.sh: no kernel with headers found; run scripts/host/install-deps.sh" >&2
 exit 1

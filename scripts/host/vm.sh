@@ -2,7 +2,7 @@
 # Boot the Debian kernel under QEMU (TCG) with the host root read-only over
 # virtio-9p, run a command inside, and judge the run.
 #
-# Usage: scripts/vm.sh [options] -- COMMAND [ARGS...]
+# Usage: scripts/host/vm.sh [options] -- COMMAND [ARGS...]
 #   --out DIR        results folder (default: a new folder under build/vm)
 #   --timeout SEC    hard limit for the whole VM run (default 1200)
 #   --nic SPEC       QEMU -netdev backend (default: user,restrict=on)
@@ -12,8 +12,8 @@
 #   --name NAME      guest host name (default sroce-vm)
 #   --mem MB         guest memory (default 2048)
 #
-# The kernel is Debian's (scripts/kver.sh), or SROCE_KERNEL (an image) with
-# release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
+# The kernel is Debian's (scripts/host/kver.sh), or SROCE_KERNEL (an image)
+# with release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
 # debug kernel of make check-debug). SROCE_TIME_SCALE (default 1) stretches
 # the time limits of tests in the guest for a slow kernel. SROCE_APPEND
 # adds to the kernel command line.
@@ -24,7 +24,7 @@
 # Results: DIR/console.log (serial console), DIR/output (COMMAND's output),
 # DIR/dmesg, DIR/rc, and anything COMMAND writes to /tmp/out in the guest.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out= timeout=1200 nic=user,restrict=on mac=52:54:00:12:34:56
 ip4=10.0.2.15/24 ip6=fd00:5e::15/64 name=sroce-vm mem=2048
 while [ $# -gt 0 ]; do
@@ -47,14 +47,15 @@ user,*restrict=on*|socket,*127.0.0.1:*|dgram,*127.0.0.1:*) ;;
 *) echo "vm.sh: guest networking must stay on this machine: $nic" >&2; exit 2 ;;
 esac
 
-kver=${SROCE_KVER:-$("$repo/scripts/kver.sh")}
+kver=${SROCE_KVER:-$("$repo/scripts/host/kver.sh")}
 image=${SROCE_KERNEL:-/boot/vmlinuz-$kver}
 scale=${SROCE_TIME_SCALE:-1}
 mkdir -p "$repo/build"
 initrd="$repo/build/initramfs-$kver.cpio.gz"
-if [ ! -e "$initrd" ] || [ "$repo/scripts/initramfs-init" -nt "$initrd" ] ||
-   [ "$repo/scripts/mkinitramfs.sh" -nt "$initrd" ]; then
-	"$repo/scripts/mkinitramfs.sh" "$kver" "$initrd"
+if [ ! -e "$initrd" ] ||
+   [ "$repo/scripts/guest/initramfs-init" -nt "$initrd" ] ||
+   [ "$repo/scripts/host/mkinitramfs.sh" -nt "$initrd" ]; then
+	"$repo/scripts/host/mkinitramfs.sh" "$kver" "$initrd"
 fi
 
 if [ -z "$out" ]; then
@@ -96,4 +97,4 @@ sleep 0.5
 kill "$tailpid" 2>/dev/null || true
 wait "$tailpid" 2>/dev/null || true
 
-exec "$repo/scripts/judge-vm.sh" "$out" "$qrc"
+exec "$repo/scripts/host/judge-vm.sh" "$out" "$qrc"

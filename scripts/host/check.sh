@@ -1,27 +1,43 @@
 #!/bin/bash
-# Run every test: build, boot the VM, run tests/run.sh inside it, and judge
-# the kernel log. Usage: scripts/test.sh [tests/cases/NAME.sh ...]
-# The last line is "N passed, N failed".
+# make check: the one entry point of the tests, on this machine (the host).
+# It builds, then runs, in this order:
+#   1. the host checks (make install/uninstall, kernel-doc), here;
+#   2. the pair suites: two VMs each (scripts/host/vm-pair.sh), both
+#      running tests/pair/*.sh, sroce against sroce and against rdma_rxe;
+#   3. the one-VM suite: scripts/host/vm.sh boots one VM whose runner,
+#      scripts/guest/guest-check.sh, runs tests/cases/*.sh (rdma-core's own
+#      suite among them, as rdma_core_suite.sh), and judges the VM's kernel
+#      log;
+# and ends with one line for all of them: "N passed, N failed".
+# make check-debug runs it too (scripts/host/check-debug.sh).
+#
+# Usage: scripts/host/check.sh [CASE ...]   CASEs (tests/cases/NAME.sh) for
+#                                          step 3; all of them by default
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 make -s all >/dev/null || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
-# Host-side: make install / uninstall put and remove exactly our files.
-host_pass=0 host_fail=0
+# Every step adds its tests here; the VM suite adds its own summary's.
+pass=0 failn=0
+
+# --- 1. Host checks ----------------------------------------------------
+
 host_test() {
 	local name=$1; shift
 	local log
 	if log=$("$@" 2>&1); then
-		echo "ok   host: $name"; host_pass=$((host_pass + 1))
+		echo "ok   host: $name"; pass=$((pass + 1))
 	else
 		echo "FAIL host: $name"; echo "$log" | sed 's/^/    /'
-		host_fail=$((host_fail + 1))
+		failn=$((failn + 1))
 	fi
 }
+
+# make install / uninstall put and remove exactly our files.
 install_layout() {
 	local d kver
-	d=$(mktemp -d) kver=$(scripts/kver.sh)
+	d=$(mktemp -d) kver=$(scripts/host/kver.sh)
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
 	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
@@ -36,7 +52,6 @@ install_layout() {
 	left=$(find "$d" -type f)
 	[ -z "$left" ] || { echo "make uninstall left: $left"; return 1; }
 }
-host_test "make install/uninstall layout" install_layout
 
 # The kernel-doc comments parse and describe every parameter and member.
 # kernel-doc comes with linux-headers, which install-deps.sh installs: not
@@ -45,14 +60,14 @@ kernel_doc_clean() {
 	local kd="" f out src=()
 	for f in "/usr/src/linux-headers-$(uname -r)/scripts/kernel-doc" \
 		"/lib/modules/$(uname -r)/build/scripts/kernel-doc" \
-		"/lib/modules/$(scripts/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
+		"/lib/modules/$(scripts/host/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
 		$(ls -d /usr/src/linux-headers-*/scripts/kernel-doc 2>/dev/null |
 		  sort -rV); do
 		[ -x "$f" ] && { kd=$f; break; }
 	done
 	[ -n "$kd" ] || {
 		echo "no scripts/kernel-doc in /usr/src/linux-headers-*" \
-		     "(scripts/install-deps.sh installs linux-headers)"
+		     "(scripts/host/install-deps.sh installs linux-headers)"
 		return 1
 	}
 	for f in kernel/*.c kernel/*.h; do
@@ -61,18 +76,19 @@ kernel_doc_clean() {
 	out=$("$kd" -none "${src[@]}" 2>&1) || { echo "$kd failed:"; echo "$out"; return 1; }
 	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
 }
-host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
 
-# Two VMs joined by a socket link on 127.0.0.1 (scripts/vm-pair.sh), VM a
-# with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A step
-# passes when it passed on every VM that ran it; each VM's kernel log
+# --- 2. Pair suites ----------------------------------------------------
+
+# Two VMs joined by a socket link on 127.0.0.1 (scripts/host/vm-pair.sh),
+# VM a with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A
+# step passes when it passed on every VM that ran it; each VM's kernel log
 # verdict counts too.
 pair_suite() { # NAME KIND_B SCRIPT...
 	local name=$1 kb=$2 out=$repo/build/pair-$1 line t start=$SECONDS
 	shift 2
 	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
 	mkdir -p "$repo/build"
-	scripts/vm-pair.sh --timeout 1200 --out "$out" \
+	scripts/host/vm-pair.sh --timeout 1200 --out "$out" \
 		-- "export MY4=10.0.3.1 KIND=sroce PEER_KIND=$kb; $run" \
 		-- "export MY4=10.0.3.2 KIND=$kb PEER_KIND=sroce; $run" \
 		> "$out.log" 2>&1
@@ -86,7 +102,7 @@ pair_suite() { # NAME KIND_B SCRIPT...
 		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null | tr -d '\r')
 		if grep -q '^vm: FAIL' "$out/$t.log"; then
 			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
-			host_fail=$((host_fail + 1))
+			failn=$((failn + 1))
 		fi
 		# Every script ends with "ROLE: N passed, N failed": one that
 		# stopped early lost steps nobody would count.
@@ -95,46 +111,59 @@ pair_suite() { # NAME KIND_B SCRIPT...
 			grep -cE "^$t: [0-9]+ passed, [0-9]+ failed")
 		if [ "$ended" != $# ]; then
 			echo "FAIL pair $name: VM $t finished $ended of $# scripts ($*)"
-			host_fail=$((host_fail + 1))
+			failn=$((failn + 1))
 		fi
 	done
 	for t in "${!verdict[@]}"; do
 		if [ "${verdict[$t]}" = ok ]; then
-			echo "ok   pair $name: $t"; host_pass=$((host_pass + 1))
+			echo "ok   pair $name: $t"; pass=$((pass + 1))
 		else
 			echo "FAIL pair $name: $t (see $out.log)"
-			host_fail=$((host_fail + 1))
+			failn=$((failn + 1))
 		fi
 	done
 	[ ${#verdict[@]} -gt 0 ] || { echo "FAIL pair $name: no step ran"
-		host_fail=$((host_fail + 1)); }
+		failn=$((failn + 1)); }
 	echo "time: pair $name $((SECONDS - start)) s"
 }
+
+# --- 3. The one-VM suite -----------------------------------------------
+
+# vm_suite [CASE...]: one VM runs the cases (scripts/guest/guest-check.sh);
+# their "N passed, N failed" and the VM's own verdict (no report in the
+# kernel log, no hang) join the totals.
+vm_suite() {
+	local out=$repo/build/test-run start vmrc summary
+
+	# rdma-core's test suite, unpacked where the VM can read it.
+	scripts/rdma-core-tests.sh prepare
+	rm -rf "$out"
+	start=$SECONDS
+	scripts/host/vm.sh --out "$out" --timeout 1500 -- \
+		scripts/guest/guest-check.sh "$@"
+	vmrc=$?
+	echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
+
+	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" \
+		2>/dev/null | tail -n 1)
+	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
+	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
+	if [ $vmrc = 0 ]; then
+		echo "ok   vm: kernel log clean, guest finished"
+		pass=$((pass + 1))
+	else
+		echo "FAIL vm: see $out/console.log and $out/dmesg"
+		failn=$((failn + 1))
+		[ -n "$summary" ] || failn=$((failn + 1))
+	fi
+}
+
+# --- The run -------------------------------------------------------------
+
+host_test "make install/uninstall layout" install_layout
+host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
 pair_suite sroce-sroce sroce interop loss hostile faults
 pair_suite sroce-rxe rxe interop loss
-
-# rdma-core's test suite, unpacked where the VM can read it.
-scripts/rdma-core-tests.sh prepare
-
-out=$repo/build/test-run
-rm -rf "$out"
-start=$SECONDS
-scripts/vm.sh --out "$out" --timeout 1500 -- tests/run.sh "$@"
-vmrc=$?
-echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
-
-summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" 2>/dev/null | tail -n 1)
-pass=$(echo "$summary" | awk '{print $1}')
-failn=$(echo "$summary" | awk '{print $3}')
-pass=$((${pass:-0} + host_pass)) failn=$((${failn:-0} + host_fail))
-# The VM's own verdict (no splat in the kernel log, no hang) is one more test.
-if [ $vmrc = 0 ]; then
-	echo "ok   vm: kernel log clean, guest finished"
-	pass=$((pass + 1))
-else
-	echo "FAIL vm: see $out/console.log and $out/dmesg"
-	failn=$((failn + 1))
-	[ -n "$summary" ] || failn=$((failn + 1))
-fi
+vm_suite "$@"
 echo "$pass passed, $failn failed"
 [ "$failn" = 0 ]
