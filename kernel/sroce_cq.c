@@ -183,11 +183,12 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	cq->kqp = new_kqp;
 	cq->prod = pending;
 	cq->kcons = 0;
+	/* ib_uverbs lets two resizes of one CQ run at once: the last wins. */
+	ibcq->cqe = new_ring.num_slots;
 	spin_unlock_irq(&cq->lock);
 
 	kvfree(old_kqp);
 	sroce_ring_release(&old_ring);
-	ibcq->cqe = cq->ring.num_slots;
 	return 0;
 
 err_ring:
