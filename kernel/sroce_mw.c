@@ -133,8 +133,10 @@ static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
  * The checks of the IB spec, each named at its line (IBTA volume 1,
  * chapter 10): window and MR in the QP's PD, the MR allows binding, the
  * range inside the MR, remote write or atomic only if the MR allows local
- * write, zero-based and QP-bound windows for type 2 only, a type 2 window
- * free before it is bound. A type 1 bind of length 0 unbinds. The window
+ * write, QP-bound windows for type 2 only, a type 2 window free before it
+ * is bound. A type 1 bind of length 0 unbinds. Either type may be
+ * zero-based: ibv_bind_mw(3) offers IBV_ACCESS_ZERO_BASED for type 1 too,
+ * where the spec (o10-36.2.2) and rdma_rxe and mlx5 refuse it. The window
  * takes @b->new_key.
  *
  * Return: 0; -EINVAL for a bind the checks refuse, or -ENOMEM without
@@ -213,10 +215,6 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	/* o10-37.2.30 */
 	why = "a type 2 window still bound";
 	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
-		goto out_unlock;
-	/* o10-36.2.2 */
-	why = "a zero-based type 1 window";
-	if (ent->type == IB_MW_TYPE_1 && zero_based)
 		goto out_unlock;
 
 	old = sroce_mw_unbind(ent);

@@ -73,6 +73,63 @@ void t_mw_type1(Pair &p)
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg after unbind");
 }
 
+// Type 1, zero-based (IBV_ACCESS_ZERO_BASED, as ibv_bind_mw(3) lists it):
+// a WRITE's remote_addr is an offset from the window's start; one past its
+// length, or the window's virtual address, lands nothing. Bound again
+// without the flag, the same window takes virtual addresses.
+void t_mw_type1_zero_based(Pair &p)
+{
+	const unsigned rw = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	ibv_mr *mr = window_mr(p);
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	CHECK(mw, "alloc type 1 MW: %s", strerror(errno));
+	if (!mr || !mw)
+		return;
+	ibv_mw_bind bind{};
+	bind.wr_id = 120;
+	bind.send_flags = IBV_SEND_SIGNALED;
+	bind.bind_info = { mr, uintptr_t(&p.b.buf[8192]), 4096,
+			   rw | IBV_ACCESS_ZERO_BASED };
+	CHECK(ibv_bind_mw(p.b.qp, mw, &bind) == 0, "zero-based ibv_bind_mw: %s",
+	      strerror(errno));
+	expect_wc(p.b, 120, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+
+	fill(p.a, 0, 256, 41);
+	expect_eq_status(write_to(p, 300, mw->rkey, 256, 121), IBV_WC_SUCCESS,
+			 "zero-based write at offset 300");
+	CHECK(same(p.a, 0, p.b, 8192 + 300, 256), "data differs");
+
+	const std::vector<uint8_t> was = p.b.buf;
+	fill(p.a, 0, 256, 42);
+	expect_eq_status(write_to(p, 4096 - 128, mw->rkey, 256, 122),
+			 IBV_WC_REM_ACCESS_ERR, "write past the window's end");
+	restate(p);
+	expect_eq_status(write_to(p, remote(p.b, 8192), mw->rkey, 16, 123),
+			 IBV_WC_REM_ACCESS_ERR,
+			 "write at the zero-based window's virtual address");
+	restate(p);
+	CHECK(p.b.buf == was, "a refused write changed b's buffer");
+
+	bind.wr_id = 124;
+	bind.bind_info.mw_access_flags = rw;
+	CHECK(ibv_bind_mw(p.b.qp, mw, &bind) == 0, "bind again, not "
+	      "zero-based: %s", strerror(errno));
+	expect_wc(p.b, 124, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	expect_eq_status(write_to(p, remote(p.b, 8192 + 300), mw->rkey, 256,
+				  125),
+			 IBV_WC_SUCCESS, "write at a virtual address");
+	CHECK(same(p.a, 0, p.b, 8192 + 300, 256), "data differs");
+
+	bind.wr_id = 126;
+	bind.bind_info.length = 0;
+	bind.bind_info.mw_access_flags = 0;
+	CHECK(ibv_bind_mw(p.b.qp, mw, &bind) == 0, "unbind: %s",
+	      strerror(errno));
+	expect_wc(p.b, 126, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg after unbind");
+}
+
 int post_bind2(Pair &p, ibv_mw *mw, uint32_t key, ibv_mr *mr, size_t off,
 	       size_t len, unsigned access, uint64_t id)
 {
@@ -153,6 +210,7 @@ void t_mw_type2(Pair &p)
 
 const Test tests[] = {
 	{ "mw_type1", t_mw_type1, nullptr, false },
+	{ "mw_type1_zero_based", t_mw_type1_zero_based, nullptr, false },
 	{ "mw_type2", t_mw_type2, nullptr, false },
 };
 
