@@ -3,7 +3,11 @@
 # Usage: judge-vm.sh OUTDIR QEMU_EXIT_STATUS
 out=$1 qrc=$2
 fail=0
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+if [ -e "$out/noboot" ]; then
+	tail -n 20 "$out/console.log"
+	echo "vm: FAIL: $(cat "$out/noboot")"
+	fail=1
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	echo "vm: FAIL: the VM did not finish in time (hung)"
 	fail=1
 elif [ "$qrc" != 0 ]; then

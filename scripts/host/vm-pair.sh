@@ -23,6 +23,7 @@ done
 	echo "usage: vm-pair.sh [opts] -- 'COMMAND_A' -- 'COMMAND_B'" >&2; exit 2; }
 cmd_a=$1 cmd_b=$3
 rm -rf "$out"; mkdir -p "$out/a" "$out/b"
+out=$(cd "$out" && pwd)
 
 # start_vm ROLE N PEER COMMAND: VM ROLE is host N of 10.0.3.0/24, fd00:3::/64
 start_vm() {
@@ -48,6 +49,14 @@ for _ in $(seq 50); do
 done
 start_vm b 2 1 "$cmd_b" &
 pid_b=$!
+# A VM that did not boot (scripts/host/vm.sh's noboot note) leaves its peer
+# nothing to talk to: the peer is stopped too, not left to its time limit.
+wait -n $pid_a $pid_b || true
+for r in a b; do
+	[ -e "$out/$r/noboot" ] || continue
+	pkill -f -- "-serial file:$out/a/console.log" || true
+	pkill -f -- "-serial file:$out/b/console.log" || true
+done
 rc=0
 wait $pid_a || rc=1
 wait $pid_b || rc=1

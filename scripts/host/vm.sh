@@ -64,7 +64,7 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/{rc,dmesg,output,console.log,cmd}
+rm -f "$out"/{rc,dmesg,output,console.log,cmd,kmsg,noboot}
 printf '%q ' "$@" > "$out/cmd"
 echo >> "$out/cmd"
 
@@ -90,8 +90,27 @@ timeout --kill-after=10 "$((timeout * scale))" qemu-system-x86_64 \
 	-fsdev local,id=results,path="$out",security_model=none \
 	-device virtio-9p-pci,fsdev=results,mount_tag=results \
 	-netdev "$nic,id=n0" -device virtio-net-pci,netdev=n0,mac="$mac" \
-	< /dev/null > "$out/qemu.log" 2>&1
+	< /dev/null > "$out/qemu.log" 2>&1 &
+qpid=$!
+# A guest that has not started its kernel log stream (guest-init.sh) within
+# this long is stuck in boot: it is stopped then, with a note for the judge,
+# not at the end of the whole time limit (a pair's peer would wait as long).
+boot_limit=${SROCE_BOOT_LIMIT:-$((120 * scale))}
+(
+	for ((i = 0; i < boot_limit; i++)); do
+		[ -e "$out/kmsg" ] && exit 0
+		kill -0 "$qpid" 2>/dev/null || exit 0
+		sleep 1
+	done
+	echo "the guest did not boot within $boot_limit s (no kernel log" \
+	     "stream; the console's last lines are above)" > "$out/noboot"
+	kill "$qpid"
+) &
+bootpid=$!
+wait "$qpid"
 qrc=$?
+kill "$bootpid" 2>/dev/null
+wait "$bootpid" 2>/dev/null
 set -e
 sleep 0.5
 kill "$tailpid" 2>/dev/null || true
