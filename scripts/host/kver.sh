@@ -35,11 +35,12 @@ kdir() {
 # Every release with a build tree, newest first (the same release's -rt
 # flavour after its standard one).
 list() {
-	local v
-	{
-		ls /lib/modules 2>/dev/null
-		ls /usr/src 2>/dev/null | sed -n 's/^linux-headers-//p'
-	} | sort -u | while read -r v; do
+	local d v
+	for d in /lib/modules/* /usr/src/linux-headers-*; do
+		[ -e "$d" ] || continue
+		d=${d##*/}
+		echo "${d#linux-headers-}"
+	done | sort -u | while read -r v; do
 		kdir "$v" >/dev/null || continue
 		case "$v" in
 		*-rt-*) printf '%s\t1\t%s\n' "${v/-rt-/-}" "$v" ;;
@@ -68,7 +69,7 @@ case "${1:-}" in
 			"/lib/modules/$kver/build nor /usr/src/linux-headers-$kver):" \
 			"install linux-headers-$kver" \
 			"(scripts/host/install-deps.sh $kver), or choose one of:" \
-			$(list) >&2
+			"$(list | paste -sd' ')" >&2
 		exit 1
 	}
 	;;
