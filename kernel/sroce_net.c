@@ -21,6 +21,7 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
+#include "sroce_compat.h"
 #include "sroce_hdr.h"
 #include "sroce_loc.h"
 #include "sroce_task.h"
@@ -199,9 +200,7 @@ static struct socket *sroce_udp_sock(struct net *net, bool ipv6)
 		return ERR_PTR(err);
 	setup_udp_tunnel_sock(net, sock, &tnl);
 	/* Our own multicast is delivered locally by sroce_pkt_xmit(). */
-	inet_sk(sock->sk)->mc_loop = 0;
-	if (ipv6)
-		inet6_sk(sock->sk)->mc_loop = 0;
+	sroce_sock_mc_loop_off(sock, ipv6);
 	return sock;
 }
 

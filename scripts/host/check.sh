@@ -37,7 +37,7 @@ host_test() {
 # make install / uninstall put and remove exactly our files.
 install_layout() {
 	local d kver
-	d=$(mktemp -d) kver=$(scripts/host/kver.sh)
+	d=$(mktemp -d) kver=${KVER:-$(scripts/host/kver.sh)}
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
 	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
@@ -77,23 +77,29 @@ kernel_doc_clean() {
 	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
 }
 
-# The module builds, with no warning, for a kernel without on-demand paging
-# (SROCE_NO_ODP=1 builds as if CONFIG_INFINIBAND_ON_DEMAND_PAGING were off:
-# no sroce_odp.o, the stubs of sroce_mem.h). Built in a copy, so the
-# module of the checkout is not touched.
-builds_without_odp() {
-	local d
+# sroce.ko builds with no warning (W=1) for kernel release KVER, with
+# on-demand paging and without it (SROCE_NO_ODP=1 builds as if
+# CONFIG_INFINIBAND_ON_DEMAND_PAGING were off: no sroce_odp.o, the stubs of
+# sroce_mem.h). Built in a copy, so the module of the checkout is not
+# touched.
+builds_for() { # KVER
+	local d kdir odp out
+	kdir=$(scripts/host/kver.sh --kdir "$1") || return 1
 	d=$(mktemp -d)
 	trap "rm -rf '$d'" RETURN
 	mkdir -p "$d/include"
 	cp -r kernel "$d/" && cp -r include/uapi "$d/include/" || return 1
-	rm -f "$d"/kernel/*.o "$d"/kernel/*.ko "$d"/kernel/.*.cmd
-	make -s -C "/lib/modules/$(scripts/host/kver.sh)/build" \
-		M="$d/kernel" W=1 SROCE_NO_ODP=1 modules 2>&1 |
-		grep -v 'Skipping BTF generation' | grep . && return 1
-	[ -f "$d/kernel/sroce.ko" ] || { echo "no sroce.ko"; return 1; }
-	[ ! -f "$d/kernel/sroce_odp.o" ] ||
-		{ echo "sroce_odp.o built without ODP"; return 1; }
+	for odp in 0 1; do
+		rm -f "$d"/kernel/*.o "$d"/kernel/*.ko "$d"/kernel/.*.cmd
+		out=$(make -s -j"$(nproc)" -C "$kdir" M="$d/kernel" W=1 \
+			SROCE_NO_ODP=$odp modules 2>&1 |
+			grep -v 'Skipping BTF generation')
+		[ -z "$out" ] || { echo "SROCE_NO_ODP=$odp:"; echo "$out"; return 1; }
+		[ -f "$d/kernel/sroce.ko" ] ||
+			{ echo "SROCE_NO_ODP=$odp: no sroce.ko"; return 1; }
+		[ $odp = 0 ] || [ ! -f "$d/kernel/sroce_odp.o" ] ||
+			{ echo "sroce_odp.o built without ODP"; return 1; }
+	done
 }
 
 # --- 2. Pair suites ----------------------------------------------------
@@ -181,7 +187,12 @@ vm_suite() {
 
 host_test "make install/uninstall layout" install_layout
 host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
-host_test "sroce.ko builds without ODP, no warnings" builds_without_odp
+# Every kernel with headers here (scripts/host/kver.sh --list): Debian's
+# 6.1, and 6.12 and 6.12-rt where installed (install-deps.sh 6.12 6.12-rt).
+for kv in $(scripts/host/kver.sh --list); do
+	host_test "sroce.ko builds for $kv, with and without ODP, no warnings" \
+		builds_for "$kv"
+done
 pair_suite sroce-sroce sroce interop loss hostile faults
 pair_suite sroce-rxe rxe interop loss
 vm_suite "$@"

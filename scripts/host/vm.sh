@@ -12,11 +12,12 @@
 #   --name NAME      guest host name (default sroce-vm)
 #   --mem MB         guest memory (default 2048)
 #
-# The kernel is Debian's (scripts/host/kver.sh), or SROCE_KERNEL (an image)
-# with release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
-# debug kernel of make check-debug). SROCE_TIME_SCALE (default 1) stretches
-# the time limits of tests in the guest for a slow kernel. SROCE_APPEND
-# adds to the kernel command line.
+# The kernel is Debian's: KVER (a release, as make passes it) or the default
+# (scripts/host/kver.sh); or SROCE_KERNEL (an image) with release
+# SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the debug kernel
+# of make check-debug). SROCE_TIME_SCALE (default 1) stretches the time
+# limits of tests in the guest for a slow kernel. SROCE_APPEND adds to the
+# kernel command line.
 #
 # COMMAND runs in the guest from the repository root (as bash -c). The exit
 # status is COMMAND's, or 1 when the VM hung, crashed, or its kernel log
@@ -47,8 +48,13 @@ user,*restrict=on*|socket,*127.0.0.1:*|dgram,*127.0.0.1:*) ;;
 *) echo "vm.sh: guest networking must stay on this machine: $nic" >&2; exit 2 ;;
 esac
 
-kver=${SROCE_KVER:-$("$repo/scripts/host/kver.sh")}
+kver=${SROCE_KVER:-${KVER:-$("$repo/scripts/host/kver.sh")}}
 image=${SROCE_KERNEL:-/boot/vmlinuz-$kver}
+[ -e "$image" ] && [ -d "/lib/modules/$kver/kernel" ] || {
+	echo "vm.sh: kernel $kver is not installed (no $image or" \
+		"/lib/modules/$kver): scripts/host/install-deps.sh $kver" >&2
+	exit 2
+}
 scale=${SROCE_TIME_SCALE:-1}
 mkdir -p "$repo/build"
 initrd="$repo/build/initramfs-$kver.cpio.gz"
