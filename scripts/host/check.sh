@@ -95,6 +95,9 @@ builds_for() { # KVER NO_ODP
 	trap "rm -rf '$d'" RETURN
 	mkdir -p "$d/include"
 	cp -r kernel "$d/" && cp -r include/uapi "$d/include/" || return 1
+	# not the checkout's own build products (make all's, with ODP)
+	rm -f "$d"/kernel/*.o "$d"/kernel/*.ko "$d"/kernel/.*.cmd \
+		"$d"/kernel/*.mod* "$d"/kernel/modules.order
 	out=$(make -s -j"$(nproc)" -C "$kdir" M="$d/kernel" W=1 \
 		SROCE_NO_ODP=$odp modules 2>&1 | grep -v 'Skipping BTF generation')
 	[ -z "$out" ] || { echo "$out"; return 1; }
