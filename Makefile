@@ -9,11 +9,43 @@
 #                 ROUNDS=N alternations (default 5)
 # make install / make uninstall
 #
-# The kernel is Debian's installed linux-image/linux-headers (scripts/kver.sh),
-# not necessarily the one this machine runs.
+# run, check, check-debug and bench are scripts/host/TARGET.sh: the host side
+# (build, boot the VMs, judge them); what runs inside the VMs is in
+# scripts/guest/.
+#
+# The kernel: KVER=RELEASE builds for that release, e.g.
+# make KVER=6.12.111+deb12-amd64. By default KVER is the newest Debian kernel
+# installed with both an image in /boot and headers (scripts/host/kver.sh),
+# which the test VM boots; not necessarily the one this machine runs. KDIR,
+# the headers built against, is /lib/modules/KVER/build, else
+# /usr/src/linux-headers-KVER (given KDIR=DIR alone, KVER is DIR's
+# release). A KVER without headers stops with one line naming the package
+# to install. KVER goes to the scripts of run, check and bench too: their
+# VMs boot that kernel (its image must be installed).
 
-KVER ?= $(shell scripts/kver.sh)
-KDIR ?= /lib/modules/$(KVER)/build
+ifeq ($(origin KVER),undefined)
+ifeq ($(origin KDIR),undefined)
+KVER := $(shell scripts/host/kver.sh 2>/dev/null)
+else
+KVER := $(shell sed -n 's/^\#define UTS_RELEASE "\(.*\)"$$/\1/p' \
+	'$(KDIR)/include/generated/utsrelease.h' 2>/dev/null)
+endif
+endif
+ifeq ($(origin KDIR),undefined)
+KDIR := $(shell scripts/host/kver.sh --kdir '$(KVER)' 2>/dev/null)
+endif
+export KVER KDIR
+# The goals that build the module stop, before any compiler runs, on a KVER
+# without headers (kver.sh's line says which package has them) or a KDIR
+# that is no kernel build tree.
+ifneq ($(filter all kernel install run check check-debug bench,\
+		$(or $(MAKECMDGOALS),all)),)
+ifeq ($(KDIR),)
+$(error $(shell scripts/host/kver.sh --kdir '$(KVER)' 2>&1 >/dev/null))
+else ifeq ($(wildcard $(KDIR)/Makefile),)
+$(error KDIR=$(KDIR) is no kernel build tree (it has no Makefile))
+endif
+endif
 PREFIX ?= /usr
 LIBDIR ?= $(PREFIX)/lib/$(shell gcc -print-multiarch)
 DESTDIR ?=
@@ -33,16 +65,16 @@ tests: userspace
 	$(MAKE) -C tests
 
 run: all
-	scripts/run.sh
+	scripts/host/run.sh
 
 check: all
-	scripts/test.sh
+	scripts/host/check.sh
 
 check-debug: all
-	scripts/check-debug.sh
+	scripts/host/check-debug.sh
 
 bench: all
-	scripts/bench.sh $(ROUNDS)
+	scripts/host/bench.sh $(ROUNDS)
 
 install: kernel userspace
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \
@@ -61,7 +93,7 @@ uninstall:
 	rm -f $(DESTDIR)/etc/libibverbs.d/sroce.driver
 
 clean:
-	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	if [ -f '$(KDIR)/Makefile' ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	$(MAKE) -C userspace clean
 	$(MAKE) -C tests clean
 	rm -rf build

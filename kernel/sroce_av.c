@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
- * sroce: address vectors, the RoCEv2 destination of a connected QP (and,
- * later, of an address handle).
+ * sroce: address vectors, the RoCEv2 destination of a connected QP or of
+ * an address handle, and the address handles themselves.
  */
 #include <linux/etherdevice.h>
 

@@ -69,6 +69,10 @@ void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status)
 		return;
 	if (sw->done && sroce_needs_response(wqe->opcode))
 		qp->req.rd_atomic--;
+	/* Flushed WQEs follow an error already traced (or a modify). */
+	if (status != IB_WC_SUCCESS && status != IB_WC_WR_FLUSH_ERR)
+		sroce_dbg_qp(qp, "send WQE %u (wr_id %#llx) completes with %s\n",
+			     idx, wqe->wr_id, ib_wc_status_msg(status));
 	qp->sq_comp = idx + 1;
 	sroce_sq_publish(qp);
 	if (status != IB_WC_SUCCESS || qp->sq_sig_all ||
@@ -98,7 +102,7 @@ static bool sroce_outstanding(struct sroce_qp *qp)
 
 /**
  * sroce_comp_arm_retry - (re)start the transport timer
- * @qp: an RC QP, its lock held
+ * @qp: a reliable QP (RC, XRC), its lock held
  *
  * The timer runs while requests are outstanding: 4.096 us * 2^timeout (the
  * QP attribute; 0 means never), at least one jiffy, from the last packet
@@ -111,6 +115,7 @@ void sroce_comp_arm_retry(struct sroce_qp *qp)
 {
 	unsigned long usecs, deadline;
 
+	lockdep_assert_held(&qp->lock);
 	if (!qp->attr.timeout || !sroce_outstanding(qp) ||
 	    !sroce_qp_sends(qp)) {
 		WRITE_ONCE(qp->req.retry_on, false);
@@ -161,13 +166,14 @@ static void sroce_ack_upto(struct sroce_qp *qp, u32 psn)
  * sroce_comp_local_done - complete executed local WQEs at the head
  * @qp: the QP, its lock held
  *
- * A REG_MR or LOCAL_INV completes once every WQE before it has.
+ * A REG_MR, LOCAL_INV or BIND_MW completes once every WQE before it has.
  */
 void sroce_comp_local_done(struct sroce_qp *qp)
 {
 	struct sroce_send_wqe *wqe;
 	struct sroce_swqe *sw;
 
+	lockdep_assert_held(&qp->lock);
 	while ((sw = sroce_oldest(qp, &wqe)) && sw->done &&
 	       (wqe->opcode == IB_WR_REG_MR || wqe->opcode == IB_WR_LOCAL_INV ||
 		wqe->opcode == IB_UVERBS_WR_BIND_MW))
@@ -291,6 +297,8 @@ void sroce_comp_timeout(struct sroce_qp *qp)
 		return;
 	}
 	sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_TIMEOUTS);
+	sroce_dbg_qp(qp, "transport timeout, %u retries left\n",
+		     qp->req.retries);
 	if (!qp->req.retries) {
 		sroce_count(to_sdev(qp->ibqp.device),
 			    SROCE_CNT_RETRY_EXCEEDED);
@@ -365,6 +373,8 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 	default:
 		/* a reserved AETH type */
 		sroce_count(sdev, SROCE_CNT_DROP_MALFORMED);
+		sroce_dbg_qp(qp, "psn %u dropped: reserved AETH syndrome %#x\n",
+			     psn, syndrome);
 		return;
 	}
 
@@ -517,22 +527,28 @@ static void sroce_comp_acked(struct sroce_qp *qp, u32 next)
 
 /**
  * sroce_comp_rcv - a response packet arrived
- * @qp: an RC QP, its lock held
+ * @qp: the QP, its lock held (a QP that is not reliable, or not sending,
+ *      drops the packet)
  * @skb: the packet (the caller frees it)
  */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	u8 opcode = SROCE_PKT(skb)->opcode;
 
+	lockdep_assert_held(&qp->lock);
 	if (!sroce_qp_is_reliable(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_sends(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "response %#x psn %u dropped: QP type or state %d\n",
+			     opcode, SROCE_PKT(skb)->psn, qp->attr.qp_state);
 		return;
 	}
 	if (!sroce_comp_psn_valid(qp, SROCE_PKT(skb)->psn)) {
 		sroce_count(to_sdev(qp->ibqp.device),
 			    SROCE_CNT_DROP_GHOST_RESP);
+		sroce_dbg_qp(qp, "response %#x psn %u dropped: not for a request outstanding\n",
+			     opcode, SROCE_PKT(skb)->psn);
 		return;
 	}
 	/*

@@ -183,11 +183,12 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	cq->kqp = new_kqp;
 	cq->prod = pending;
 	cq->kcons = 0;
+	/* ib_uverbs lets two resizes of one CQ run at once: the last wins. */
+	ibcq->cqe = new_ring.num_slots;
 	spin_unlock_irq(&cq->lock);
 
 	kvfree(old_kqp);
 	sroce_ring_release(&old_ring);
-	ibcq->cqe = cq->ring.num_slots;
 	return 0;
 
 err_ring:
@@ -222,6 +223,9 @@ int sroce_cq_post(struct sroce_cq *cq, struct sroce_qp *qp,
 	pending = sroce_cq_pending(cq);
 	if (pending < 0 || pending >= cq->ring.num_slots) {
 		spin_unlock_irqrestore(&cq->lock, flags);
+		sroce_dbg_cq(cq, "completion of qp#%u lost: %s\n",
+			     qp->ibqp.qp_num, pending < 0 ?
+			     "consumer index corrupt" : "CQ full");
 		if (cq->ibcq.event_handler) {
 			struct ib_event ev = {
 				.device = cq->ibcq.device,

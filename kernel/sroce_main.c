@@ -7,6 +7,8 @@
  * until the module is unloaded; ib_core calls sroce_dealloc_driver() once,
  * whichever comes first, and that is where a device leaves our list.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/if_arp.h>
 #include <linux/if_vlan.h>
 #include <linux/module.h>
@@ -130,13 +132,13 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	int err;
 
 	if (ndev->type != ARPHRD_ETHER || is_vlan_dev(ndev)) {
-		pr_err("sroce: %s is not an Ethernet device\n", ndev->name);
+		pr_err("%s is not an Ethernet device\n", ndev->name);
 		return -EINVAL;
 	}
 
 	mutex_lock(&sroce_newlink_lock);
 	if (sroce_netdev_bound(ndev)) {
-		pr_err("sroce: %s already has an sroce device\n", ndev->name);
+		pr_err("%s already has an sroce device\n", ndev->name);
 		err = -EEXIST;
 		goto out_unlock;
 	}

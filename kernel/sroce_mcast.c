@@ -159,6 +159,8 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 	/* A group that nobody here joined: no QP takes the packet. */
 	if (!grp || list_empty(&grp->qps)) {
 		sroce_count(sdev, SROCE_CNT_DROP_NO_QP);
+		sroce_dbg_dev(sdev, "multicast to %pI6 dropped: no member here\n",
+			      dgid->raw);
 	} else {
 		sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
 		sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES,
@@ -170,16 +172,19 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 
 			if (!sroce_task_rx_room(m->qp)) {
 				sroce_count(sdev, SROCE_CNT_DROP_RX_FULL);
+				sroce_dbg_qp(m->qp, "multicast dropped: receive queue full\n");
 				continue;
 			}
 			/* being destroyed */
 			if (!refcount_inc_not_zero(&m->qp->ref)) {
 				sroce_count(sdev, SROCE_CNT_DROP_QP_STATE);
+				sroce_dbg_qp(m->qp, "multicast dropped: QP destroyed\n");
 				continue;
 			}
 			copy = skb_clone(skb, GFP_ATOMIC);
 			if (!copy) {
 				sroce_count(sdev, SROCE_CNT_DROP_NO_MEM);
+				sroce_dbg_qp(m->qp, "multicast dropped: no memory for a copy\n");
 				sroce_qp_put(m->qp);
 				continue;
 			}

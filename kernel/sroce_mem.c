@@ -140,8 +140,9 @@ int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
 }
 
 /*
- * Windows are for remote access only (not lkeys), and a type 2 window only
- * through the QP it was bound by.
+ * Windows are for remote access only (a window's key is an R_Key, never an
+ * L_Key), and a type 2 window only through the QP it was bound by (its
+ * type 2B binding to a QP; IBTA volume 1, chapter 10, memory windows).
  */
 static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
 {
@@ -153,6 +154,23 @@ static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
 	ent = container_of(mem, struct sroce_mw_ent, mem);
 	bound = READ_ONCE(ent->qpn);
 	return qpn && (!bound || bound == qpn);
+}
+
+/* Trace an access sroce_mem_get() refuses with @err (a debug line). */
+static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
+			      u64 va, u64 len, int access, int err)
+{
+	const char *why = err == -ENOENT ? "no valid MR or window has it" :
+			  err == -EPERM ? "another PD's" :
+			  err == -EACCES ? "access not granted" :
+					   "out of range";
+
+	if (qpn)
+		sroce_dbg_dev(sdev, "qp#%u: rkey %#x refused (access %#x, %#llx+%#llx): %s\n",
+			      qpn, key, access, va, len, why);
+	else
+		sroce_dbg_dev(sdev, "lkey %#x refused (access %#x, %#llx+%#llx): %s\n",
+			      key, access, va, len, why);
 }
 
 /**
@@ -167,9 +185,10 @@ static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
  *
  * Return: the key's current map with a reference held (sroce_map_put() it):
  * everything the access then does goes through that one map. Or
- * ERR_PTR(-ENOENT) for a key that names no valid MR (wrong tag, freed),
+ * ERR_PTR(-ENOENT) for a key that names no valid MR or window it may be
+ * used as (wrong tag, freed, a window as an lkey or through another QP),
  * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
- * outside the MR (computed without overflow).
+ * outside the key's range (computed without overflow).
  */
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 qpn, u32 key, u64 va, u64 len, int access)
@@ -179,6 +198,12 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	u64 last, map_last;
 	int err;
 
+	/*
+	 * The rules of IBTA volume 1, chapter 10, for an L_Key or R_Key: the
+	 * whole key (index and tag) names a valid MR or bound window, in the
+	 * PD of the QP (or SGE list) that uses it, which grants every access
+	 * asked, over every byte accessed.
+	 */
 	rcu_read_lock();
 	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
 	/* acquire: pairs with the release that made a registration valid */
@@ -197,21 +222,27 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 		if (map && (READ_ONCE(mem->state) != SROCE_MEM_VALID ||
 			    map->key != key)) {
 			rcu_read_unlock();
-			sroce_map_put(map);
-			return ERR_PTR(-ENOENT);
+			err = -ENOENT;
+			goto err_put;
 		}
 	}
 	rcu_read_unlock();
+	err = -ENOENT;
 	if (!map)
-		return ERR_PTR(-ENOENT);
+		goto err;
 
+	/* The key's PD is the one the access is made in. */
 	err = -EPERM;
 	if (map->pd != pd)
 		goto err_put;
+	/* Every access asked is granted, not just one of them. */
 	err = -EACCES;
 	if ((map->access & access) != access)
 		goto err_put;
-	/* Inclusive ends, so that a range may end at 2^64 - 1. */
+	/*
+	 * Every byte is within the key's range. Inclusive ends, so that a
+	 * range may end at 2^64 - 1.
+	 */
 	err = -ERANGE;
 	if (len && check_add_overflow(va, len - 1, &last))
 		goto err_put;
@@ -225,6 +256,8 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 
 err_put:
 	sroce_map_put(map);
+err:
+	sroce_mem_refused(sdev, qpn, key, va, len, access, err);
 	return ERR_PTR(err);
 }
 

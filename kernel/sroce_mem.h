@@ -42,6 +42,19 @@ static inline u32 sroce_key_index(u32 key)
 	return key >> SROCE_KEY_TAG_BITS;
 }
 
+/*
+ * Debug lines of an MR or a window of @sdev (see sroce_dbg_dev()), named
+ * by the table index of @key, which every key the object has had shares:
+ * mr#N, mw#N.
+ */
+#define sroce_dbg_mr(sdev, key, fmt, ...) \
+	ibdev_dbg(&(sdev)->ibdev, "mr#%u: " fmt, sroce_key_index(key), \
+		  ##__VA_ARGS__)
+
+#define sroce_dbg_mw(sdev, key, fmt, ...) \
+	ibdev_dbg(&(sdev)->ibdev, "mw#%u: " fmt, sroce_key_index(key), \
+		  ##__VA_ARGS__)
+
 /**
  * struct sroce_pin - pinned user pages, or an on-demand paging range
  * @ref: held by each map that translates through them
@@ -176,8 +189,8 @@ struct sroce_mem {
  * @ibmr: ib_core's MR (lkey, rkey, pd, iova, length)
  * @sdev: the device whose memory table holds @mem
  * @mem: its memory table entry (key, state, map)
- * @lock: serialises rereg, fast registration and dereg, which replace
- *        @mem.map
+ * @lock: serialises what replaces @mem.map (registration, rereg, fast
+ *        registration, dereg) and a bind's look at it
  * @rcu: frees the MR after lookups under RCU are done with it
  * @fast_pages: fast-registration MRs: the page list ops.map_mr_sg builds
  * @fast_npages: its entries

@@ -4,7 +4,8 @@
  *
  * An MR owns one entry of the device's memory table (sdev->mem_xa), whose
  * index is the upper 24 bits of its key; the lower 8 bits are random per
- * registration. Indices are allocated cyclically, so a key's index is not
+ * registration (a fast-registration MR takes the consumer's at each
+ * IB_WR_REG_MR). Indices are allocated cyclically, so a key's index is not
  * handed out again right after deregistration, and a stale key from a
  * previous owner finds either nothing or an object whose tag differs.
  *
@@ -342,19 +343,32 @@ int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,
 	int err = -EINVAL;
 
 	if (ibmr->device != &sdev->ibdev || ibmr->type != IB_MR_TYPE_MEM_REG ||
-	    ibmr->pd != pd || sroce_key_index(key) != sroce_key_index(mr->mem.key))
+	    ibmr->pd != pd || sroce_key_index(key) != sroce_key_index(mr->mem.key)) {
+		sroce_dbg_dev(sdev,
+			      "REG_MR refused: key %#x is not a fast-registration MR's of the PD\n",
+			      key);
 		return -EINVAL;
-	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < 512)
+	}
+	if (!is_power_of_2(ibmr->page_size) || ibmr->page_size < 512) {
+		sroce_dbg_mr(sdev, key, "REG_MR refused: page size %u\n",
+			     ibmr->page_size);
 		return -EINVAL;
+	}
 	shift = ilog2(ibmr->page_size);
 
 	mutex_lock(&mr->lock);
-	if (READ_ONCE(mr->mem.state) != SROCE_MEM_INVALID)
+	if (READ_ONCE(mr->mem.state) != SROCE_MEM_INVALID) {
+		sroce_dbg_mr(sdev, key, "REG_MR refused: the MR is valid\n");
 		goto out;
+	}
 	/* The list must cover the registered range. */
 	if (check_add_overflow((u64)mr->fast_offset, ibmr->length, &span) ||
-	    span > ((u64)mr->fast_npages << shift))
+	    span > ((u64)mr->fast_npages << shift)) {
+		sroce_dbg_mr(sdev, key, "REG_MR refused: %u pages do not cover %#llx+%#llx\n",
+			     mr->fast_npages, (u64)mr->fast_offset,
+			     ibmr->length);
 		goto out;
+	}
 	err = -ENOMEM;
 	map = sroce_map_alloc(SROCE_MAP_FAST, pd, access, ibmr->iova,
 			      ibmr->length, NULL, mr->fast_npages);
@@ -407,6 +421,9 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		    SROCE_MEM_VALID)
 		err = 0;
 	rcu_read_unlock();
+	if (err)
+		sroce_dbg_mr(sdev, key, "invalidation of key %#x through qp#%u refused\n",
+			     key, qpn);
 	return err;
 }
 
@@ -464,8 +481,10 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	mutex_lock(&mr->lock);
 	old = sroce_mr_map(mr);
 	err = -EBUSY;
-	if (atomic_read(&mr->num_mw))
+	if (atomic_read(&mr->num_mw)) {
+		sroce_dbg_mr(mr->sdev, mr->mem.key, "rereg refused: windows are bound\n");
 		goto out;
+	}
 	err = -EINVAL;
 	if (old->type != SROCE_MAP_USER)
 		goto out;
@@ -531,8 +550,10 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct sroce_map *map;
 
 	/* Not while windows are bound to it; none can bind from now on. */
-	if (atomic_cmpxchg(&mr->num_mw, 0, -1) != 0)
+	if (atomic_cmpxchg(&mr->num_mw, 0, -1) != 0) {
+		sroce_dbg_mr(mr->sdev, ibmr->lkey, "dereg refused: windows are bound\n");
 		return -EBUSY;
+	}
 
 	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
 	WRITE_ONCE(mr->mem.state, SROCE_MEM_FREE);
@@ -575,6 +596,10 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	struct sroce_mem *mem;
 	struct sroce_mr *mr = NULL;
 
+	/*
+	 * The MR's key, in the bind's PD, with bind access (C10-73), the
+	 * window's range inside the MR (C10-75).
+	 */
 	map = sroce_mem_get(sdev, pd, 0, lkey, addr, length,
 			    IB_ACCESS_MW_BIND);
 	if (IS_ERR(map))
@@ -589,6 +614,7 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	}
 	rcu_read_unlock();
 	if (!mr) {
+		sroce_dbg_mr(sdev, lkey, "bind refused: not a user MR, or being deregistered\n");
 		sroce_map_put(map);
 		return ERR_PTR(-EINVAL);
 	}
@@ -609,6 +635,7 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	}
 	mutex_unlock(&mr->lock);
 	if (IS_ERR(map)) {
+		sroce_dbg_mr(sdev, lkey, "bind refused: the MR changed under it\n");
 		atomic_dec(&mr->num_mw);
 		return ERR_PTR(-EINVAL);
 	}

@@ -71,6 +71,7 @@ static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent)
 {
 	struct sroce_map *old;
 
+	lockdep_assert_held(&ent->lock);
 	WRITE_ONCE(ent->mem.state, SROCE_MEM_INVALID);
 	old = rcu_replace_pointer(ent->mem.map, NULL,
 				  lockdep_is_held(&ent->lock));
@@ -129,13 +130,18 @@ static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
  * @b: what to bind (the window by its table index: the bind's PD check
  *     is what guards it)
  *
- * The checks of the IB spec: window and MR in the QP's PD, the MR allows
- * binding, the range inside the MR, remote write or atomic only if the MR
- * allows local write, zero-based and QP-bound windows for type 2 only, a
- * type 2 window free before it is bound. A type 1 bind of length 0
- * unbinds. The window takes @b->new_key.
+ * The checks of the IB spec, each named at its line (IBTA volume 1,
+ * chapter 10): window and MR in the QP's PD, the MR allows binding, the
+ * range inside the MR, remote write or atomic only if the MR allows local
+ * write, QP-bound windows for type 2 only, a type 2 window free before it
+ * is bound. A type 1 bind of length 0 unbinds. Either type may be
+ * zero-based: ibv_bind_mw(3) offers IBV_ACCESS_ZERO_BASED for type 1 too,
+ * where the spec (o10-36.2.2) and rdma_rxe and mlx5 refuse it. The window
+ * takes @b->new_key.
  *
- * Return: 0, or -EINVAL (the WQE completes with IB_WC_MW_BIND_ERR).
+ * Return: 0; -EINVAL for a bind the checks refuse, or -ENOMEM without
+ * memory for the window's map (either way the WQE completes with
+ * IB_WC_MW_BIND_ERR).
  */
 int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		  const struct sroce_bind *b)
@@ -146,22 +152,38 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	struct sroce_mr *mr = NULL;
 	struct sroce_mw_ent *ent;
 	bool zero_based = b->access & IB_ZERO_BASED;
+	const char *why;
 	int err = -EINVAL;
 
-	/* Local write may be asked for; a window grants remote access only. */
-	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key) ||
-	    (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED)))
-		return -EINVAL;
+	/* The consumer changes the key's tag only, never its index. */
+	why = "the new key names another window";
+	if (sroce_key_index(b->new_key) != sroce_key_index(b->mw_key))
+		goto out;
+	/*
+	 * Local write may be asked for; a window grants remote access only
+	 * (a window's key is an R_Key, never an L_Key).
+	 */
+	why = "access flags";
+	if (b->access & ~(remote | IB_ACCESS_LOCAL_WRITE | IB_ZERO_BASED))
+		goto out;
 	if (b->length) {
+		/* C10-73, C10-75: checked by sroce_mr_bind_get(). */
 		mr_map = sroce_mr_bind_get(sdev, pd, b->mr_lkey, b->addr,
 					   b->length, &mr);
-		if (IS_ERR(mr_map))
-			return PTR_ERR(mr_map);
+		why = "the MR's key, PD, bind access or range";
+		if (IS_ERR(mr_map)) {
+			err = PTR_ERR(mr_map);
+			mr_map = NULL;
+			goto out;
+		}
+		/* C10-74 */
+		why = "remote write or atomic, and the MR has no local write";
 		if ((b->access & (IB_ACCESS_REMOTE_WRITE |
 				  IB_ACCESS_REMOTE_ATOMIC)) &&
 		    !(mr_map->access & IB_ACCESS_LOCAL_WRITE))
 			goto out;
 		err = -ENOMEM;
+		why = "no memory";
 		map = sroce_map_window(mr_map, pd, b->access & remote,
 				       zero_based ? 0 : b->addr, b->addr,
 				       b->length);
@@ -177,14 +199,22 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
+	why = "no such window";
 	if (!ent)
 		goto out;
-	if (ent->pd != pd || READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
+	if (READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
 		goto out_unlock;
-	if (ent->type == IB_MW_TYPE_2 &&
-	    (!b->length || ent->mem.state != SROCE_MEM_INVALID))
+	/* C10-72 */
+	why = "the window is another PD's";
+	if (ent->pd != pd)
 		goto out_unlock;
-	if (ent->type == IB_MW_TYPE_1 && zero_based)
+	/* o10-37.2.40: a type 2 window is invalidated, not bound empty. */
+	why = "a type 2 window's bind of length 0";
+	if (ent->type == IB_MW_TYPE_2 && !b->length)
+		goto out_unlock;
+	/* o10-37.2.30 */
+	why = "a type 2 window still bound";
+	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
 		goto out_unlock;
 
 	old = sroce_mw_unbind(ent);
@@ -202,6 +232,8 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 out_unlock:
 	spin_unlock_bh(&ent->lock);
 out:
+	if (err)
+		sroce_dbg_mw(sdev, b->mw_key, "bind refused: %s\n", why);
 	if (old)
 		sroce_map_put(old);
 	if (map)
@@ -237,8 +269,14 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent)
 		spin_lock_bh(&ent->lock);
 	rcu_read_unlock();
-	if (!ent)
+	if (!ent) {
+		sroce_dbg_mw(sdev, key, "invalidation refused: no such window\n");
 		return -EINVAL;
+	}
+	/*
+	 * o10-37.2.26: never a type 1 window. A type 2 window only by its
+	 * current key, through the QP it is bound to, in its PD.
+	 */
 	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd && ent->qpn == qpn &&
 	    READ_ONCE(ent->mem.key) == key &&
 	    ent->mem.state == SROCE_MEM_VALID) {
@@ -246,6 +284,9 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 		err = 0;
 	}
 	spin_unlock_bh(&ent->lock);
+	if (err)
+		sroce_dbg_mw(sdev, key, "invalidation of key %#x through qp#%u refused\n",
+			     key, qpn);
 	if (old)
 		sroce_map_put(old);
 	return err;

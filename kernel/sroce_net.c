@@ -6,6 +6,8 @@
  * Packets to one of the device's own GIDs never touch the network stack:
  * they are handed to the receive path directly (loopback).
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/skbuff.h>
@@ -19,6 +21,7 @@
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
+#include "sroce_compat.h"
 #include "sroce_hdr.h"
 #include "sroce_loc.h"
 #include "sroce_task.h"
@@ -72,7 +75,8 @@ bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
  * @skb: the packet; data at the BTH, network header set, ICRC at the end
  * @check_icrc: verify the ICRC (false for loopback, which computed it)
  *
- * Drops what is malformed or for no QP; queues the rest to its QP and
+ * Drops what is malformed, for no QP or for a full receive queue (each
+ * counted by reason); queues the rest to its QP and
  * schedules the QP's engine. Any context.
  */
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
@@ -146,6 +150,8 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	return;
 drop:
 	sroce_count(sdev, why);
+	sroce_dbg_dev(sdev, "received packet of %u bytes dropped: %s\n",
+		      skb->len, sroce_counter_name(why));
 	kfree_skb(skb);
 }
 
@@ -194,9 +200,7 @@ static struct socket *sroce_udp_sock(struct net *net, bool ipv6)
 		return ERR_PTR(err);
 	setup_udp_tunnel_sock(net, sock, &tnl);
 	/* Our own multicast is delivered locally by sroce_pkt_xmit(). */
-	inet_sk(sock->sk)->mc_loop = 0;
-	if (ipv6)
-		inet6_sk(sock->sk)->mc_loop = 0;
+	sroce_sock_mc_loop_off(sock, ipv6);
 	return sock;
 }
 
@@ -215,7 +219,7 @@ int sroce_net_init(void)
 	}
 	return 0;
 err:
-	pr_err("sroce: cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
+	pr_err("cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
 	       SROCE_UDP_PORT, PTR_ERR(sroce_sock4));
 	return PTR_ERR(sroce_sock4);
 }
@@ -447,6 +451,8 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->dev = sdev->ndev;
 	err = sroce_route(sdev, av, skb);
 	if (err) {
+		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
+			      av->dgid.raw, err);
 		kfree_skb(skb);
 		return err;
 	}
@@ -454,7 +460,12 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		err = ip_local_out(dev_net(sdev->ndev), sroce_sock4->sk, skb);
 	else
 		err = ip6_local_out(dev_net(sdev->ndev), sroce_sock6->sk, skb);
-	return net_xmit_eval(err) ? -EAGAIN : 0;
+	if (net_xmit_eval(err)) {
+		sroce_dbg_dev(sdev, "packet to %pI6 dropped by the stack (%d)\n",
+			      av->dgid.raw, err);
+		return -EAGAIN;
+	}
+	return 0;
 }
 
 /* Is @gid one of @sdev's own (RoCEv2) GIDs? */

@@ -44,11 +44,11 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 	.invalidate = sroce_odp_invalidate,
 };
 
-/* Implicit ODP: a child umem covers each chunk of this size. */
+/* A chunked ODP range: a child umem covers each chunk of this size. */
 #define SROCE_ODP_CHILD_SHIFT	24
 
 /*
- * Children an implicit ODP MR keeps at most (4 GiB of chunks, about 16 MiB
+ * Children a chunked ODP MR keeps at most (4 GiB of chunks, about 16 MiB
  * of page lists in ib_core): a peer that sweeps the address space with the
  * MR's rkey cannot make the kernel allocate without bound.
  */
@@ -213,11 +213,12 @@ static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 }
 
 /*
- * The umem that covers @uva, for an access: an explicit ODP MR's own, or
- * for implicit ODP the child of @uva's chunk, made on first use (it may
- * sleep). For implicit ODP it returns with @pin->child_rwsem held for
- * reading, so that the child is not freed under the access: release it
- * with sroce_odp_put_umem().
+ * The umem that covers @uva, for an access: an ODP MR's own, or for a
+ * chunked range (implicit ODP, an explicit range longer than a chunk) the
+ * child of @uva's chunk, made on first use (it may sleep). For a chunked
+ * range it returns with @pin->child_rwsem held for reading, so that the
+ * child is not freed under the access: release it with
+ * sroce_odp_put_umem().
  */
 static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 {
@@ -237,8 +238,12 @@ static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 	if (!child)
 		child = sroce_odp_add_child(pin, idx);
 	downgrade_write(&pin->child_rwsem);
-	if (IS_ERR(child))
+	if (IS_ERR(child)) {
 		up_read(&pin->child_rwsem);
+		sroce_dbg_dev(to_sdev(pin->umem->ibdev),
+			      "no child umem for user address %#llx (%ld)\n",
+			      uva, PTR_ERR(child));
+	}
 	return child;
 }
 
@@ -301,6 +306,9 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
 fault:
 	sroce_odp_put_umem(map->pin);
+	sroce_dbg_dev(to_sdev(map->pd->device),
+		      "key %#x: page of %#llx not had for %s\n", map->key, va,
+		      write ? "writing" : "reading");
 	return ERR_PTR(-EFAULT);
 }
 
@@ -391,8 +399,12 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		if (ret >= 0)
 			mutex_unlock(&odp->umem_mutex);
 		sroce_odp_put_umem(map->pin);
-		if (ret < 0)
+		if (ret < 0) {
+			sroce_dbg_dev(to_sdev(map->pd->device),
+				      "key %#x: prefetch of user address %#llx+%#llx failed (%d)\n",
+				      map->key, uva, n, ret);
 			return -EFAULT;
+		}
 		uva += n;
 		len -= n;
 		cond_resched();

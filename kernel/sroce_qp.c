@@ -729,7 +729,8 @@ int sroce_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
  * @to_mem: into the SGEs' memory (needs local write access)
  *
  * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
- * if an lkey does not grant the access (wrong key, PD, access or bounds).
+ * if an lkey does not grant the access (wrong key, PD, access or bounds)
+ * or its ODP memory cannot be had.
  */
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
@@ -773,6 +774,7 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
  */
 void sroce_qp_error(struct sroce_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (qp->attr.qp_state == IB_QPS_ERR)
 		return;
 	qp->attr.qp_state = IB_QPS_ERR;
@@ -796,8 +798,11 @@ static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
 		.qp_num = qp->ibqp.qp_num,
 	};
 
-	if (prod - *cons > ring->num_slots)
+	if (prod - *cons > ring->num_slots) {
+		sroce_dbg_qp(qp, "%s producer index %u corrupt: WQEs dropped\n",
+			     send ? "SQ" : "RQ", prod);
 		*cons = prod;
+	}
 	while (*cons != prod) {
 		const void *slot = sroce_ring_slot(ring, *cons);
 
@@ -854,6 +859,7 @@ void sroce_qp_flush(struct sroce_qp *qp)
 	struct sroce_cq *rcq = qp->ibqp.recv_cq ? to_scq(qp->ibqp.recv_cq) :
 						  NULL;
 
+	lockdep_assert_held(&qp->lock);
 	/* First the WQEs the engine had taken, then the ring. */
 	qp->req.next = qp->sq_cons;
 	while (qp->sq_comp != qp->sq_cons)

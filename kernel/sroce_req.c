@@ -145,6 +145,7 @@ static bool sroce_req_fetch(struct sroce_qp *qp)
 		return false;
 	if (prod - qp->sq_comp > qp->sq.num_slots) {
 		/* The application corrupted the producer index. */
+		sroce_dbg_qp(qp, "SQ producer index %u corrupt\n", prod);
 		sroce_qp_error(qp);
 		return false;
 	}
@@ -414,9 +415,9 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 }
 
 /*
- * Execute local WQE @idx (REG_MR, LOCAL_INV) in order with the sends. It
- * takes no PSN: its last_psn is the previous packet's, so the ACK that
- * completes the WQEs before it completes it too.
+ * Execute local WQE @idx (REG_MR, LOCAL_INV, BIND_MW) in order with the
+ * sends. It takes no PSN: its last_psn is the previous packet's, so the
+ * ACK that completes the WQEs before it completes it too.
  */
 static int sroce_req_local(struct sroce_qp *qp, u32 idx)
 {
@@ -499,6 +500,7 @@ void sroce_req_run(struct sroce_qp *qp)
 	int budget = SROCE_REQ_BUDGET;
 	u32 max_rd = max_t(u32, 1, qp->attr.max_rd_atomic);
 
+	lockdep_assert_held(&qp->lock);
 	while (sroce_req_may_send(qp) && !qp->req.rnr_wait) {
 		struct sroce_send_wqe *wqe;
 		u32 idx = qp->req.next;

@@ -7,6 +7,12 @@
  * NAKed (invalid request, remote access, remote operational) and puts the
  * responder's QP in error; an empty receive queue is an RNR NAK; a PSN gap
  * is one sequence NAK until the expected PSN arrives.
+ *
+ * Each check names the rule it implements: a compliance statement of IBTA
+ * volume 1 (Cn-m, or on-m for an optional feature, of chapter n), or the
+ * rule in words with its chapter or section: chapter 9 is the transport
+ * layer (9.9.3: the responder's error classes), chapter 10 the software
+ * transport interface (QP states, access rights, memory protection).
  */
 #include <linux/etherdevice.h>
 #include <linux/ip.h>
@@ -71,8 +77,8 @@ static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
 	aeth->smsn = cpu_to_be32((u32)syndrome << 24 | (msn & 0xffffff));
 }
 
-/* Counts a NAK this responder sends (an ACK counts nothing). */
-static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
+/* Counts and traces a NAK this responder sends (an ACK counts nothing). */
+static void sroce_resp_count_nak(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	static const enum sroce_counter naks[] = {
 		[SROCE_NAK_PSN_SEQ] = SROCE_CNT_NAK_SEQ_SENT,
@@ -82,12 +88,18 @@ static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
 	};
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	u8 code = syndrome & 0x1f;
+	enum sroce_counter c;
 
 	if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_RNR_NAK)
-		sroce_count(sdev, SROCE_CNT_RNR_NAK_SENT);
+		c = SROCE_CNT_RNR_NAK_SENT;
 	else if ((syndrome & SROCE_AETH_TYPE_MASK) == SROCE_AETH_NAK &&
 		 code < ARRAY_SIZE(naks))
-		sroce_count(sdev, naks[code]);
+		c = naks[code];
+	else
+		return;
+	sroce_count(sdev, c);
+	sroce_dbg_qp(qp, "psn %u: %s (syndrome %#x)\n", psn,
+		     sroce_counter_name(c), syndrome);
 }
 
 /**
@@ -96,6 +108,7 @@ static void sroce_resp_count_nak(struct sroce_qp *qp, u8 syndrome)
  */
 void sroce_resp_flush_ack(struct sroce_qp *qp)
 {
+	lockdep_assert_held(&qp->lock);
 	if (!qp->resp.ack_owed)
 		return;
 	qp->resp.ack_owed = false;
@@ -117,7 +130,7 @@ static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ACK, psn, 0);
 
-	sroce_resp_count_nak(qp, syndrome);
+	sroce_resp_count_nak(qp, psn, syndrome);
 	if (!skb)
 		return;
 	sroce_set_aeth(skb, syndrome, qp->resp.msn);
@@ -177,6 +190,8 @@ static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 	if (IS_ERR(map))
 		return NULL;
 	if (sroce_map_id(map) != map_id) {
+		sroce_dbg_qp(qp, "rkey %#x refused: not the translation its message began with\n",
+			     rkey);
 		sroce_map_put(map);
 		return NULL;
 	}
@@ -219,6 +234,9 @@ static void sroce_resp_post(struct sroce_qp *qp, struct sroce_cqe *cqe,
 
 	cqe->wr_id = rwqe->wr_id;
 	cqe->qp_num = qp->ibqp.qp_num;
+	if (cqe->status != IB_WC_SUCCESS)
+		sroce_dbg_qp(qp, "receive WQE (wr_id %#llx) completes with %s\n",
+			     cqe->wr_id, ib_wc_status_msg(cqe->status));
 	/* The slot is free (we hold a copy) before the completion shows. */
 	qp->resp.rwqe_valid = false;
 	if (!sroce_resp_srq(qp)) {
@@ -286,6 +304,12 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 
 	if (!paylen)
 		return SROCE_RESP_OK;
+	/*
+	 * A receive WQE the responder cannot use (too many SGEs, an lkey it
+	 * refuses) completes in error and is a remote operational error; a
+	 * message longer than its buffers, a local length error and an
+	 * invalid request (IBTA vol 1 9.9.3).
+	 */
 	if (rwqe->num_sge > sroce_resp_max_sge(qp)) {
 		sroce_resp_complete(qp, IB_WC_LOC_QP_OP_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
@@ -316,6 +340,7 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 	enum sroce_resp_result res;
 	u32 ex = 0, wc_flags = 0;
 
+	/* No receive WQE: an RNR NAK (RC), the message dropped (UC, 9.9.3). */
 	if ((flags & SROCE_OP_FIRST) && !sroce_resp_take_rwqe(qp))
 		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
@@ -331,9 +356,9 @@ static enum sroce_resp_result sroce_resp_send(struct sroce_qp *qp,
 		wc_flags |= SROCE_WC_WITH_INV;
 		/*
 		 * Invalidate the key, which must name a valid fast-registration
-		 * MR of the QP's PD or a type 2 window bound through this QP;
-		 * otherwise an invalid request (the receive fails, the QP goes
-		 * to error).
+		 * MR of the QP's PD or a type 2 window bound through this QP
+		 * (o10-37.2.26: never a type 1 window); otherwise an invalid
+		 * request (the receive fails, the QP goes to error).
 		 */
 		if (sroce_mr_invalidate(to_sdev(qp->ibqp.device),
 					sroce_resp_pd(qp), qp->ibqp.qp_num, ex)) {
@@ -363,12 +388,17 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 		struct sroce_reth *reth = sroce_pkt_hdr(skb, SROCE_OP_RETH);
 		u32 len = be32_to_cpu(reth->len);
 
-		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE))
+		/* The QP must allow remote writes (its access flags, ch. 10). */
+		if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_WRITE)) {
+			sroce_dbg_qp(qp, "psn %u: the QP allows no remote write\n",
+				     pkt->psn);
 			return SROCE_RESP_NAK_ACCESS;
+		}
+		/* A message is at most 2^31 bytes (the port's max_msg_sz). */
 		if (len > SROCE_MAX_MSG_SIZE)
 			return SROCE_RESP_NAK_INV;
 		r->va = be64_to_cpu(reth->va);
-		/* An atomic write is 8 aligned bytes. */
+		/* An atomic write is 8 aligned bytes (IBTA 1.5, Atomic Write). */
 		if ((flags & SROCE_OP_ATOMIC_WRITE) &&
 		    (len != sizeof(u64) || (r->va & 7)))
 			return SROCE_RESP_NAK_INV;
@@ -385,6 +415,10 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			sroce_map_put(map);
 		}
 	}
+	/*
+	 * Its first and middle packets carry the path MTU, its last the rest
+	 * of the RETH's length: otherwise an invalid request (ch. 9, length).
+	 */
 	if (pkt->paylen > r->resid ||
 	    (!(flags & SROCE_OP_LAST) && pkt->paylen != qp->mtu) ||
 	    ((flags & SROCE_OP_LAST) && pkt->paylen != r->resid))
@@ -393,6 +427,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 	if ((flags & SROCE_OP_IMM) && !sroce_resp_take_rwqe(qp))
 		return sroce_qp_is_reliable(qp) ? SROCE_RESP_RNR :
 						       SROCE_RESP_DROP;
+	/* Each packet's bytes through the key, as its first packet found it. */
 	if (pkt->paylen) {
 		map = sroce_resp_msg_map(qp, r->rkey, r->map_id, r->va,
 					 pkt->paylen, IB_ACCESS_REMOTE_WRITE);
@@ -431,8 +466,9 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 static void sroce_resp_read_stop(struct sroce_qp *qp);
 
 /*
- * The memory of a READ being answered cannot be read (ODP, unmapped): a
- * remote access NAK for the response due, and the QP goes to error.
+ * The memory of a READ being answered cannot be read (its key invalidated
+ * or re-registered since the request, or ODP memory not there): a remote
+ * access NAK for the response due, and the QP goes to error.
  */
 static void sroce_resp_read_fail(struct sroce_qp *qp)
 {
@@ -547,10 +583,15 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	struct sroce_map *map;
 	u64 map_id = 0;
 
-	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ))
+	/* The QP must allow remote reads (its access flags, ch. 10). */
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_READ)) {
+		sroce_dbg_qp(qp, "psn %u: the QP allows no remote read\n", psn);
 		return SROCE_RESP_NAK_ACCESS;
+	}
+	/* A message is at most 2^31 bytes (the port's max_msg_sz). */
 	if (len > SROCE_MAX_MSG_SIZE)
 		return SROCE_RESP_NAK_INV;
+	/* The whole READ must lie in the key's range, checked once here. */
 	if (len) {
 		map = sroce_resp_mr_get(qp, be32_to_cpu(reth->rkey),
 					be64_to_cpu(reth->va), len,
@@ -563,6 +604,7 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 	if (!dup) {
 		u32 npsn = max_t(u32, 1, DIV_ROUND_UP(len, qp->mtu));
 
+		/* C9-148: a READ counts in the MSN when it is taken. */
 		r->msn++;
 		r->epsn = (psn + npsn) & SROCE_PSN_MASK;
 		sroce_resp_res_add(qp, SROCE_RES_READ, psn,
@@ -605,8 +647,13 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	u64 orig;
 	int err;
 
-	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC))
+	/* The QP must allow remote atomics (its access flags, ch. 10). */
+	if (!(qp->attr.qp_access_flags & IB_ACCESS_REMOTE_ATOMIC)) {
+		sroce_dbg_qp(qp, "psn %u: the QP allows no remote atomic\n",
+			     psn);
 		return SROCE_RESP_NAK_ACCESS;
+	}
+	/* An atomic's address is 8-byte aligned, or an invalid request. */
 	if (va & 7)
 		return SROCE_RESP_NAK_INV;
 	mr = sroce_resp_mr_get(qp, be32_to_cpu(a->rkey), va, 8,
@@ -650,17 +697,27 @@ static void sroce_resp_duplicate(struct sroce_qp *qp, struct sk_buff *skb)
 		 * than this one: the requester sends it again too.
 		 */
 		res = sroce_resp_res_find(qp, psn);
-		if (!res || res->kind != SROCE_RES_READ)
+		if (!res || res->kind != SROCE_RES_READ) {
+			sroce_dbg_qp(qp, "psn %u: duplicate READ of no READ taken, ignored\n",
+				     psn);
 			return;
+		}
 		sroce_resp_read_stop(qp);
 		sroce_resp_read(qp, skb, true);
 		return;
 	}
 	if (sroce_opinfo[opcode].flags & SROCE_OP_ATOMIC) {
-		/* Executed once; the value it fetched is sent again. */
+		/*
+		 * Executed once; the value it fetched is sent again (ch. 9:
+		 * a duplicate atomic is answered from the responder's
+		 * resources, never executed again).
+		 */
 		res = sroce_resp_res_find(qp, psn);
 		if (res && res->kind == SROCE_RES_ATOMIC)
 			sroce_resp_atomic_ack(qp, psn, res->orig);
+		else
+			sroce_dbg_qp(qp, "psn %u: duplicate atomic of no atomic taken, ignored\n",
+				     psn);
 		return;
 	}
 	/*
@@ -684,13 +741,19 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 	u8 grh[40] = {};
 	int err;
 
-	/* UD has no NAKs: a wrong Q_Key, or no receive posted, drops it. */
+	/*
+	 * UD has no NAKs: a DETH Q_Key other than the QP's (ch. 9, Q_Key
+	 * check), or no receive posted, drops the datagram.
+	 */
 	if (be32_to_cpu(deth->qkey) != qp->attr.qkey) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_BAD_QKEY);
+		sroce_dbg_qp(qp, "datagram dropped: Q_Key %#x is not the QP's\n",
+			     be32_to_cpu(deth->qkey));
 		return;
 	}
 	if (!sroce_resp_take_rwqe(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
+		sroce_dbg_qp(qp, "datagram dropped: no receive WQE\n");
 		return;
 	}
 	rwqe = qp->resp.rwqe;
@@ -721,7 +784,8 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 
 /*
  * RC, a PSN other than the expected one: a duplicate is answered again,
- * a packet ahead (something was lost) gets one sequence NAK.
+ * a packet ahead (something was lost) is a PSN sequence error, one NAK
+ * until the expected PSN comes (9.9.3).
  */
 static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 {
@@ -736,13 +800,16 @@ static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 	if (!qp->resp.nak_sent)
 		sroce_resp_ack(qp, qp->resp.epsn,
 			       SROCE_AETH_NAK | SROCE_NAK_PSN_SEQ);
+	else
+		sroce_dbg_qp(qp, "psn %u (expected %u) dropped: sequence NAK sent\n",
+			     SROCE_PKT(skb)->psn, qp->resp.epsn);
 	qp->resp.nak_sent = true;
 }
 
 /*
  * An XRC target: find the SRQ the packet's XRCETH names, which must be in
- * the QP's XRC domain and, within a message, stay the same. It is held
- * (resp.srq) until the packet is processed.
+ * the QP's XRC domain and, within a message, stay the same (IBTA vol 1
+ * annex A14, XRC). It is held (resp.srq) until the packet is processed.
  */
 static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
 {
@@ -772,7 +839,12 @@ static void sroce_resp_abort_msg(struct sroce_qp *qp)
 	qp->resp.offset = 0;
 }
 
-/* Does @opcode continue (or legally start) the message in progress? */
+/*
+ * Does @opcode continue (or legally start) the message in progress? A
+ * middle or last packet continues a SEND or WRITE of its kind, a first or
+ * only packet needs none in progress: otherwise an invalid request (RC,
+ * class C) or the message dropped (UC, class D1) (9.9.3).
+ */
 static bool sroce_resp_in_sequence(struct sroce_qp *qp, u32 flags)
 {
 	u32 kind = SROCE_OP_SEND | SROCE_OP_WRITE;
@@ -811,6 +883,8 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	case SROCE_RESP_DROP:
 		/* UC: a message with no receive WQE for it (IBTA 9.9.3) */
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
+		sroce_dbg_qp(qp, "psn %u: UC message dropped: no receive WQE\n",
+			     pkt->psn);
 		sroce_resp_abort_msg(qp);
 		return;
 	case SROCE_RESP_RNR:
@@ -839,6 +913,9 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	if (!rc && (res == SROCE_RESP_NAK_INV ||
 		    res == SROCE_RESP_NAK_ACCESS)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_UC_MSG);
+		sroce_dbg_qp(qp, "psn %u: UC message dropped: %s\n", pkt->psn,
+			     res == SROCE_RESP_NAK_INV ? "invalid request" :
+			     "remote access error");
 		return;
 	}
 	/* Class C errors: NAK, then the responder's QP is in error. */
@@ -864,6 +941,8 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		if (!(flags & SROCE_OP_FIRST)) {
 			sroce_count(to_sdev(qp->ibqp.device),
 				    SROCE_CNT_DROP_UC_MSG);
+			sroce_dbg_qp(qp, "psn %u (expected %u): UC message dropped\n",
+				     pkt->psn, qp->resp.epsn);
 			return;
 		}
 		qp->resp.epsn = pkt->psn;
@@ -874,6 +953,8 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
 			sroce_count(to_sdev(qp->ibqp.device),
 				    SROCE_CNT_DROP_UC_MSG);
+			sroce_dbg_qp(qp, "psn %u: UC opcode %#x out of sequence, message dropped\n",
+				     pkt->psn, pkt->opcode);
 			sroce_resp_abort_msg(qp);
 			return;
 		}
@@ -901,6 +982,11 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
 
+	lockdep_assert_held(&qp->lock);
+	/*
+	 * Requests are taken from RTR on (ch. 10, QP states), only with the
+	 * QP's transport in the opcode (ch. 9, header checks): others drop.
+	 */
 	switch (qp->attr.qp_state) {
 	case IB_QPS_RTR:
 	case IB_QPS_RTS:
@@ -909,10 +995,14 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		break;
 	default:
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "request psn %u dropped: QP state %d\n",
+			     pkt->psn, qp->attr.qp_state);
 		return;
 	}
 	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "request psn %u dropped: opcode %#x of another transport\n",
+			     pkt->psn, pkt->opcode);
 		return;
 	}
 	if (sroce_qp_is_ud(qp)) {
@@ -929,6 +1019,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	 * queue (without an SRQ there is no PD to answer a READ in).
 	 */
 	if (!sroce_resp_xrc_srq(qp, skb)) {
+		sroce_dbg_qp(qp, "psn %u: no XRC SRQ of the QP's domain\n",
+			     pkt->psn);
 		if (pkt->psn == qp->resp.epsn)
 			sroce_resp_result(qp, skb, SROCE_RESP_NAK_INV);
 		else

@@ -127,6 +127,8 @@ static void sroce_qp_purge(struct sroce_qp *qp)
 
 	while ((skb = skb_dequeue(&qp->rx_queue))) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
+		sroce_dbg_qp(qp, "psn %u dropped: QP in error or destroyed\n",
+			     SROCE_PKT(skb)->psn);
 		kfree_skb(skb);
 		sroce_qp_put(qp);
 	}
@@ -167,14 +169,17 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 		skb = skb_dequeue(&qp->rx_queue);
 		if (!skb)
 			return;
-		if (!sroce_qp_pkt_from_peer(qp, skb))
+		if (!sroce_qp_pkt_from_peer(qp, skb)) {
 			sroce_count(to_sdev(qp->ibqp.device),
 				    SROCE_CNT_DROP_BAD_SOURCE);
-		else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
-			 SROCE_OP_REQ)
+			sroce_dbg_qp(qp, "psn %u dropped: not from the QP's peer\n",
+				     SROCE_PKT(skb)->psn);
+		} else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
+			   SROCE_OP_REQ) {
 			sroce_resp_rcv(qp, skb);
-		else
+		} else {
 			sroce_comp_rcv(qp, skb);
+		}
 		kfree_skb(skb);
 		sroce_qp_put(qp);
 	}

@@ -38,6 +38,7 @@ static inline bool sroce_task_rx_pending(struct sroce_qp *qp)
  */
 static inline void sroce_task_tx_mark(struct sroce_qp *qp, struct sk_buff *skb)
 {
+	lockdep_assert_held(&qp->lock);
 	SROCE_PKT(skb)->inl = qp->inl;
 }
 

@@ -14,6 +14,7 @@
 #include <rdma/ib_mad.h>
 #include <rdma/uverbs_ioctl.h>
 
+#include "sroce_compat.h"
 #include "sroce_loc.h"
 #include "sroce_mem.h"
 #include "sroce_verbs.h"
@@ -297,6 +298,12 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_DROP_NO_MEM].name = "drop_no_memory",
 };
 
+/* The name "rdma statistic" shows for counter @c, for debug lines. */
+const char *sroce_counter_name(enum sroce_counter c)
+{
+	return sroce_counter_descs[c].name;
+}
+
 static struct rdma_hw_stats *sroce_alloc_hw_port_stats(struct ib_device *ibdev,
 						       u32 port_num)
 {
@@ -329,7 +336,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.alloc_hw_port_stats = sroce_alloc_hw_port_stats,
 	.alloc_pd = sroce_alloc_pd,
 	.create_ah = sroce_create_ah,
-	.create_cq = sroce_create_cq,
+	.create_cq = SROCE_CREATE_CQ,
 	.create_qp = sroce_create_qp,
 	.create_srq = sroce_create_srq,
 	.create_user_ah = sroce_create_ah,

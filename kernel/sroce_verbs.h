@@ -258,9 +258,10 @@ struct sroce_req {
  * @read_left: bytes still to send
  * @read_sent: bytes sent
  * @read_psn: PSN of its next response
- * @srq: XRC target QPs: the SRQ the XRCETH of the packet (or message) in
- *       progress names, a reference; its PD checks memory accesses, its
- *       WQEs receive and its CQ completes
+ * @srq: XRC target QPs: the SRQ the XRCETH of the packet being processed
+ *       names (the message's), a reference dropped when the packet is
+ *       done; its PD checks memory accesses, its WQEs receive and its CQ
+ *       completes
  * @xrc_srqn: XRC target QPs: the SRQ number of the message in progress
  * @res: the responder resources: the last SROCE_MAX_RD_ATOMIC READs and
  *       atomics taken, so that a duplicate is answered again (a READ from
@@ -311,7 +312,8 @@ enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };
 /**
  * struct sroce_srq - a shared receive queue
  * @ibsrq: ib_core's SRQ
- * @lock: serialises the QPs taking WQEs; protects @cons, @limit
+ * @lock: serialises the QPs taking WQEs and a kernel SRQ's posts;
+ *        protects @cons, @limit
  * @ring: the receive WQE ring shared with the provider
  * @cons: the kernel's consumer index
  * @limit: raise IB_EVENT_SRQ_LIMIT_REACHED when fewer WQEs remain (0: off)
@@ -351,7 +353,9 @@ struct sroce_inline;
 /**
  * struct sroce_qp - a queue pair
  * @ibqp: ib_core's QP
- * @lock: serialises modify, query and destroy; protects @attr, @av
+ * @lock: serialises the engine's runs (sroce_task.c), modify, query and
+ *        destroy; protects @attr, @av and the engine's state (@req,
+ *        @resp, the ring indices below)
  * @attr: the attributes verbs set and query (qp_state among them)
  * @av: the destination of a connected QP (valid once IB_QP_AV is set)
  * @cap: the capacities the QP was created with
@@ -447,6 +451,32 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 {
 	return container_of(ibcq, struct sroce_cq, ibcq);
 }
+
+/*
+ * Debug lines of the device and of its objects, for what the driver drops,
+ * NAKs or refuses: dynamic debug, so off (and free) unless enabled, e.g.
+ * "module sroce +p" in /sys/kernel/debug/dynamic_debug/control. A QP or
+ * CQ is named by the number "rdma resource" shows: qp#QPN, cq#CQN. Memory
+ * objects have theirs in sroce_mem.h.
+ */
+#define sroce_dbg_dev(sdev, fmt, ...) \
+	ibdev_dbg(&(sdev)->ibdev, fmt, ##__VA_ARGS__)
+
+#define sroce_dbg_qp(qp, fmt, ...)					\
+	do {								\
+		const struct sroce_qp *__qp = (qp);			\
+									\
+		ibdev_dbg(__qp->ibqp.device, "qp#%u: " fmt,		\
+			  __qp->ibqp.qp_num, ##__VA_ARGS__);		\
+	} while (0)
+
+#define sroce_dbg_cq(cq, fmt, ...)					\
+	do {								\
+		const struct sroce_cq *__cq = (cq);			\
+									\
+		ibdev_dbg(__cq->ibcq.device, "cq#%u: " fmt,		\
+			  __cq->ibcq.res.id, ##__VA_ARGS__);		\
+	} while (0)
 
 /* Drop a reference to @qp (struct sroce_qp.ref); the last one wakes destroy. */
 static inline void sroce_qp_put(struct sroce_qp *qp)

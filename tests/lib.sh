@@ -47,7 +47,7 @@ wait_for() {
 
 sroce_loaded() { [ -d /sys/module/sroce ]; }
 
-# The sroce.ko for the running kernel: built for it by scripts/build-ko.sh
+# The sroce.ko for the running kernel: built for it by scripts/host/build-ko.sh
 # (another kernel than the default one), or by make.
 sroce_ko() {
 	local ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko

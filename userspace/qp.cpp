@@ -659,9 +659,7 @@ int bind_mw(ibv_qp *ibqp, ibv_mw *mw, ibv_mw_bind *mw_bind) noexcept
 	qp *q = to_qp(ibqp);
 	const ibv_mw_bind_info &info = mw_bind->bind_info;
 
-	if (mw->type != IBV_MW_TYPE_1 ||
-	    (info.mw_access_flags & IBV_ACCESS_ZERO_BASED) ||
-	    (info.length && !info.mr) ||
+	if (mw->type != IBV_MW_TYPE_1 || (info.length && !info.mr) ||
 	    !opcode_allowed(ibqp->qp_type, IBV_WR_BIND_MW))
 		return EINVAL;
 	uint32_t new_key = ibv_inc_rkey(mw->rkey);

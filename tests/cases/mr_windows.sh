@@ -1,8 +1,9 @@
 # Memory windows (ibv_bind_mw(3)): type 1 bound with ibv_bind_mw (a new key
 # each bind; its own range; not a local key; its MR cannot be deregistered or
-# re-registered while bound; length 0 unbinds) and type 2 bound by a
+# re-registered while bound; length 0 unbinds; zero-based with
+# IBV_ACCESS_ZERO_BASED, as the page lists it) and type 2 bound by a
 # IBV_WR_BIND_MW WQE (zero-based; no second bind while bound; invalidated by
 # IBV_WR_LOCAL_INV and by a peer's SEND_WITH_INV, reported in the receive).
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-xfer_all sroce0 rc 1024 mw_type1 mw_type2
+xfer_all sroce0 rc 1024 mw_type1 mw_type1_zero_based mw_type2

@@ -29,7 +29,7 @@ if [ $rc != 0 ] || [ "$passed" -lt 85 ]; then
 fi
 # Every test in tests/rdma-core-must-pass.txt passed: one that regressed
 # into a skip fails the case as an error would.
-results=$(/usr/bin/python3 "$repo/scripts/rdma-core-results.py" "$log")
+results=$(/usr/bin/python3 "$repo/scripts/guest/rdma-core-results.py" "$log")
 missing=$(grep -vE '^(#|$)' "$repo/tests/rdma-core-must-pass.txt" |
 	while IFS= read -r t; do
 		grep -qxF "ok $t" <<<"$results" ||

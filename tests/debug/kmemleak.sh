@@ -1,8 +1,8 @@
 # kmemleak after the whole suite: with sroce's devices gone and the module
 # unloaded, no object allocated since the run began is unreferenced (a
 # leaked MR map, umem, QP, skb, ...). Runs last, in make check-debug only:
-# it needs a kernel with CONFIG_DEBUG_KMEMLEAK (tests/run.sh cleared the
-# suspects of the boot before the first case).
+# it needs a kernel with CONFIG_DEBUG_KMEMLEAK (scripts/guest/guest-check.sh
+# cleared the suspects of the boot before the first case).
 . "$(dirname "$0")/../lib.sh"
 k=/sys/kernel/debug/kmemleak
 [ -w $k ] || fail "$k missing: not a kernel with kmemleak"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 # Helpers for the two-VM tests (sourced by tests/pair/*.sh in each guest of
-# scripts/vm-pair.sh). $ROLE is a or b, $PEER4 the other VM's address, $MY4
+# scripts/host/vm-pair.sh). $ROLE is a or b, $PEER4 the other VM's address, $MY4
 # this VM's, $KIND (sroce or rxe) the RDMA device this VM brings up.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 

@@ -215,6 +215,26 @@ inline int post_send(Side &s, ibv_wr_opcode op, size_t off, uint32_t len,
 	return ibv_post_send(s.qp, &wr, &bad);
 }
 
+// An atomic (@op) from @s to @raddr/@rkey; the old value lands in the
+// first 8 bytes of @s's buffer.
+inline void post_atomic(Side &s, ibv_wr_opcode op, uint64_t id,
+			uint64_t raddr, uint32_t rkey, uint64_t cmp_add,
+			uint64_t swap)
+{
+	ibv_sge sge = { uintptr_t(&s.buf[0]), 8, s.mr->lkey };
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = cmp_add;
+	wr.wr.atomic.swap = swap;
+	CHECK(ibv_post_send(s.qp, &wr, &bad) == 0, "post atomic");
+}
+
 // UC completes a send once it is sent, not once it landed: wait for it.
 inline bool landed(const Side &x, size_t xo, const Side &y, size_t yo,
 		   size_t len)
@@ -257,6 +277,34 @@ inline void expect_eq_status(ibv_wc_status got, ibv_wc_status want,
 	      ibv_wc_status_str(got), ibv_wc_status_str(want));
 }
 
+// RDMA WRITE of @len bytes from a's buffer to @raddr/@rkey; the status.
+inline ibv_wc_status write_to(Pair &p, uint64_t raddr, uint32_t rkey,
+			      uint32_t len, uint64_t id)
+{
+	ibv_wc wc{};
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, len, id, raddr, rkey) == 0,
+	      "post write");
+	if (!poll_one(p.a, wc))
+		return IBV_WC_GENERAL_ERR;
+	CHECK(wc.wr_id == id, "wr_id %llu", (unsigned long long)wc.wr_id);
+	return wc.status;
+}
+
+// After a failed WR both QPs are in error: back to RTS, as applications do.
+inline void restate(Pair &p)
+{
+	for (Side *s : { &p.a, &p.b }) {
+		ibv_qp_attr a{};
+		a.qp_state = IBV_QPS_RESET;
+		CHECK(ibv_modify_qp(s->qp, &a, IBV_QP_STATE) == 0, "to RESET");
+		ibv_wc wc;
+		while (ibv_poll_cq(s->cq, 1, &wc) > 0)
+			;
+	}
+	connect(p, p.a, p.b);
+	connect(p, p.b, p.a);
+}
+
 // Anonymous private memory, not yet touched.
 inline uint8_t *map_anon(size_t len)
 {
@@ -288,12 +336,11 @@ struct Test {
 	bool uc;	// also meaningful on UC
 };
 
-// The tests of one file (one feature), as main() finds them.
-extern const std::span<const Test> harden_tests;
+// The tests of one file (one feature), as sroce-xfer's main() finds them:
+// each xfer_NAME.cpp has a table NAME_tests.
+extern const std::span<const Test> ops_tests, errors_tests, rereg_tests,
+	keys_tests, odp_tests, mw_tests, harden_tests;
 
-// Run the test called @name from @tables on a pair set up on device @dev
-// (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
-// 2 for a name no table has (or a test not for UC on UC).
 // A checker's usage line @what, then the tests it has, on stderr.
 // Return: 2, its exit code.
 inline int usage(const char *what, std::span<const Test> tests)
@@ -305,6 +352,9 @@ inline int usage(const char *what, std::span<const Test> tests)
 	return 2;
 }
 
+// Run the test called @name from @tables on a pair set up on device @dev
+// (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
+// 2 for a name no table has (or a test not for UC on UC).
 inline int run_test(const char *dev, std::string_view name, Pair &p,
 		    std::initializer_list<std::span<const Test>> tables)
 {

@@ -5,8 +5,8 @@
 # DEBUG_LIST, UBSAN, KMEMLEAK and hung-task detection, configured for what
 # the test VM needs and nothing else.
 #
-# Usage: scripts/debug-kernel.sh          build if needed, print the release
-#        scripts/debug-kernel.sh --path   print the cache folder
+# Usage: scripts/host/debug-kernel.sh         build if needed, print the release
+#        scripts/host/debug-kernel.sh --path  print the cache folder
 #
 # The cache is $SROCE_CACHE (default /var/cache/sroce), outside any clone:
 #   debug/build/             the kernel build tree (KDIR for sroce.ko)
@@ -14,10 +14,11 @@
 #   debug/release            its release string
 # Its modules go to /lib/modules/RELEASE on this machine, because the test
 # VM runs this machine's root (modprobe there must find them); no image goes
-# to /boot, so scripts/kver.sh never picks this kernel for the normal suite.
+# to /boot, so scripts/host/kver.sh never picks this kernel for the normal
+# suite.
 # A changed configuration fragment (below) or source version rebuilds.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${SROCE_CACHE:-/var/cache/sroce}/debug
 [ "${1:-}" = --path ] && { echo "$cache"; exit 0; }
 

@@ -3,14 +3,18 @@
 # Usage: judge-vm.sh OUTDIR QEMU_EXIT_STATUS
 out=$1 qrc=$2
 fail=0
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+if [ -e "$out/noboot" ]; then
+	tail -n 20 "$out/console.log"
+	echo "vm: FAIL: $(cat "$out/noboot")"
+	fail=1
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	echo "vm: FAIL: the VM did not finish in time (hung)"
 	fail=1
 elif [ "$qrc" != 0 ]; then
 	echo "vm: FAIL: qemu exited with status $qrc"; cat "$out/qemu.log"
 	fail=1
 fi
-. "$(dirname "$0")/kernel-reports.sh"
+. "$(dirname "$0")/../kernel-reports.sh"
 # The kernel log as the guest streamed it from /dev/kmsg (nothing lost to a
 # wrapped ring), and the dmesg and console it left at the end.
 logs=()

@@ -4,11 +4,11 @@
 # 10.0.3.2 (fd00:3::1 and fd00:3::2). Each runs its own command with the
 # peer's address in $PEER4 / $PEER6 and its role in $ROLE.
 #
-# Usage: scripts/vm-pair.sh [--timeout SEC] [--port PORT] [--out DIR] \
+# Usage: scripts/host/vm-pair.sh [--timeout SEC] [--port PORT] [--out DIR] \
 #            -- COMMAND_A -- COMMAND_B        (each given as one string)
-# Exit status 0 only if both VMs pass scripts/judge-vm.sh.
+# Exit status 0 only if both VMs pass scripts/host/judge-vm.sh.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 timeout=1200 port=$((20000 + RANDOM % 20000)) out=$repo/build/pair
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -23,6 +23,7 @@ done
 	echo "usage: vm-pair.sh [opts] -- 'COMMAND_A' -- 'COMMAND_B'" >&2; exit 2; }
 cmd_a=$1 cmd_b=$3
 rm -rf "$out"; mkdir -p "$out/a" "$out/b"
+out=$(cd "$out" && pwd)
 
 # start_vm ROLE N PEER COMMAND: VM ROLE is host N of 10.0.3.0/24, fd00:3::/64
 start_vm() {
@@ -32,7 +33,7 @@ start_vm() {
 	else
 		nic="socket,connect=127.0.0.1:$port"
 	fi
-	"$repo/scripts/vm.sh" --out "$out/$role" --timeout "$timeout" \
+	"$repo/scripts/host/vm.sh" --out "$out/$role" --timeout "$timeout" \
 		--name "sroce-$role" --nic "$nic" --mac "52:54:00:00:03:0$n" \
 		--ip4 "10.0.3.$n/24" --ip6 "fd00:3::$n/64" \
 		-- env ROLE="$role" PEER4="10.0.3.$peer" PEER6="fd00:3::$peer" \
@@ -48,6 +49,14 @@ for _ in $(seq 50); do
 done
 start_vm b 2 1 "$cmd_b" &
 pid_b=$!
+# A VM that did not boot (scripts/host/vm.sh's noboot note) leaves its peer
+# nothing to talk to: the peer is stopped too, not left to its time limit.
+wait -n $pid_a $pid_b || true
+for r in a b; do
+	[ -e "$out/$r/noboot" ] || continue
+	pkill -f -- "-serial file:$out/a/console.log" || true
+	pkill -f -- "-serial file:$out/b/console.log" || true
+done
 rc=0
 wait $pid_a || rc=1
 wait $pid_b || rc=1

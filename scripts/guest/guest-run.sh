@@ -1,5 +1,6 @@
 #!/bin/bash
-# Inside the VM (see scripts/run.sh): sroce as installed by "make install".
+# Inside the VM (see scripts/host/run.sh): sroce as installed by
+# "make install".
 set -euxo pipefail
 modprobe sroce
 rdma link add sroce0 type sroce netdev eth0

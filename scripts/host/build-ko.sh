@@ -2,9 +2,9 @@
 # Build sroce.ko for another kernel than the default one, out of the source
 # tree: into build/ko/RELEASE/kernel/sroce.ko, which the test VM's runner
 # loads when it boots that kernel (tests/lib.sh, load_sroce).
-# Usage: scripts/build-ko.sh KDIR RELEASE
+# Usage: scripts/host/build-ko.sh KDIR RELEASE
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 kdir=$1 rel=$2
 dst=$repo/build/ko/$rel
 mkdir -p "$dst/kernel" "$dst/include"

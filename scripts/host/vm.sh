@@ -2,7 +2,7 @@
 # Boot the Debian kernel under QEMU (TCG) with the host root read-only over
 # virtio-9p, run a command inside, and judge the run.
 #
-# Usage: scripts/vm.sh [options] -- COMMAND [ARGS...]
+# Usage: scripts/host/vm.sh [options] -- COMMAND [ARGS...]
 #   --out DIR        results folder (default: a new folder under build/vm)
 #   --timeout SEC    hard limit for the whole VM run (default 1200)
 #   --nic SPEC       QEMU -netdev backend (default: user,restrict=on)
@@ -12,11 +12,12 @@
 #   --name NAME      guest host name (default sroce-vm)
 #   --mem MB         guest memory (default 2048)
 #
-# The kernel is Debian's (scripts/kver.sh), or SROCE_KERNEL (an image) with
-# release SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the
-# debug kernel of make check-debug). SROCE_TIME_SCALE (default 1) stretches
-# the time limits of tests in the guest for a slow kernel. SROCE_APPEND
-# adds to the kernel command line.
+# The kernel is Debian's: KVER (a release, as make passes it) or the default
+# (scripts/host/kver.sh); or SROCE_KERNEL (an image) with release
+# SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the debug kernel
+# of make check-debug). SROCE_TIME_SCALE (default 1) stretches the time
+# limits of tests in the guest for a slow kernel. SROCE_APPEND adds to the
+# kernel command line.
 #
 # COMMAND runs in the guest from the repository root (as bash -c). The exit
 # status is COMMAND's, or 1 when the VM hung, crashed, or its kernel log
@@ -24,7 +25,7 @@
 # Results: DIR/console.log (serial console), DIR/output (COMMAND's output),
 # DIR/dmesg, DIR/rc, and anything COMMAND writes to /tmp/out in the guest.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 out= timeout=1200 nic=user,restrict=on mac=52:54:00:12:34:56
 ip4=10.0.2.15/24 ip6=fd00:5e::15/64 name=sroce-vm mem=2048
 while [ $# -gt 0 ]; do
@@ -47,14 +48,20 @@ user,*restrict=on*|socket,*127.0.0.1:*|dgram,*127.0.0.1:*) ;;
 *) echo "vm.sh: guest networking must stay on this machine: $nic" >&2; exit 2 ;;
 esac
 
-kver=${SROCE_KVER:-$("$repo/scripts/kver.sh")}
+kver=${SROCE_KVER:-${KVER:-$("$repo/scripts/host/kver.sh")}}
 image=${SROCE_KERNEL:-/boot/vmlinuz-$kver}
+[ -e "$image" ] && [ -d "/lib/modules/$kver/kernel" ] || {
+	echo "vm.sh: kernel $kver is not installed (no $image or" \
+		"/lib/modules/$kver): scripts/host/install-deps.sh $kver" >&2
+	exit 2
+}
 scale=${SROCE_TIME_SCALE:-1}
 mkdir -p "$repo/build"
 initrd="$repo/build/initramfs-$kver.cpio.gz"
-if [ ! -e "$initrd" ] || [ "$repo/scripts/initramfs-init" -nt "$initrd" ] ||
-   [ "$repo/scripts/mkinitramfs.sh" -nt "$initrd" ]; then
-	"$repo/scripts/mkinitramfs.sh" "$kver" "$initrd"
+if [ ! -e "$initrd" ] ||
+   [ "$repo/scripts/guest/initramfs-init" -nt "$initrd" ] ||
+   [ "$repo/scripts/host/mkinitramfs.sh" -nt "$initrd" ]; then
+	"$repo/scripts/host/mkinitramfs.sh" "$kver" "$initrd"
 fi
 
 if [ -z "$out" ]; then
@@ -63,7 +70,7 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/{rc,dmesg,output,console.log,cmd}
+rm -f "$out"/{rc,dmesg,output,console.log,cmd,kmsg,noboot}
 printf '%q ' "$@" > "$out/cmd"
 echo >> "$out/cmd"
 
@@ -89,11 +96,30 @@ timeout --kill-after=10 "$((timeout * scale))" qemu-system-x86_64 \
 	-fsdev local,id=results,path="$out",security_model=none \
 	-device virtio-9p-pci,fsdev=results,mount_tag=results \
 	-netdev "$nic,id=n0" -device virtio-net-pci,netdev=n0,mac="$mac" \
-	< /dev/null > "$out/qemu.log" 2>&1
+	< /dev/null > "$out/qemu.log" 2>&1 &
+qpid=$!
+# A guest that has not started its kernel log stream (guest-init.sh) within
+# this long is stuck in boot: it is stopped then, with a note for the judge,
+# not at the end of the whole time limit (a pair's peer would wait as long).
+boot_limit=${SROCE_BOOT_LIMIT:-$((120 * scale))}
+(
+	for ((i = 0; i < boot_limit; i++)); do
+		[ -e "$out/kmsg" ] && exit 0
+		kill -0 "$qpid" 2>/dev/null || exit 0
+		sleep 1
+	done
+	echo "the guest did not boot within $boot_limit s (no kernel log" \
+	     "stream; the console's last lines are above)" > "$out/noboot"
+	kill "$qpid"
+) &
+bootpid=$!
+wait "$qpid"
 qrc=$?
+kill "$bootpid" 2>/dev/null
+wait "$bootpid" 2>/dev/null
 set -e
 sleep 0.5
 kill "$tailpid" 2>/dev/null || true
 wait "$tailpid" 2>/dev/null || true
 
-exec "$repo/scripts/judge-vm.sh" "$out" "$qrc"
+exec "$repo/scripts/host/judge-vm.sh" "$out" "$qrc"

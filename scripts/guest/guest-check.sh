@@ -1,13 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
-# Test runner; runs inside the test VM as root. Runs every tests/cases/*.sh
-# (or those named on the command line) each in a fresh shell with a time
-# limit, one line per test, then "N passed, N failed".
-repo=$(cd "$(dirname "$0")/.." && pwd)
+# The runner of the one-VM cases, inside the test VM as root: the guest side
+# of make check (scripts/host/check.sh boots the VM with it). Runs every
+# tests/cases/*.sh (or those named on the command line) each in a fresh
+# shell with a time limit, one line per test, then "N passed, N failed".
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/lib.sh"
 . "$repo/scripts/kernel-reports.sh"
-# The kernel log as scripts/guest-init.sh streams it; a plain dmesg when
-# run by hand (a wrapped ring may then hide a report).
+# The kernel log as scripts/guest/guest-init.sh streams it; a plain dmesg
+# when run by hand (a wrapped ring may then hide a report).
 kmsg=${SROCE_KMSG:-}
 
 # kernel_reports FROM: the report lines of the kernel log written since

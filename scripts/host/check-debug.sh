@@ -1,18 +1,18 @@
 #!/bin/bash
 # make check-debug: the whole suite on a debug kernel (KASAN, lockdep,
 # UBSAN, DEBUG_OBJECTS, kmemleak, hung-task detection), then a kmemleak
-# scan. The kernel is built once by scripts/debug-kernel.sh and cached
+# scan. The kernel is built once by scripts/host/debug-kernel.sh and cached
 # outside the clone; sroce.ko is built against it into build/ko/RELEASE/,
 # where the test VM's runner finds it (tests/lib.sh, load_sroce).
 # Ends with "N passed, N failed", as make check does.
 set -uo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
-rel=$(scripts/debug-kernel.sh) || {
+rel=$(scripts/host/debug-kernel.sh) || {
 	echo "check-debug: no debug kernel"; echo "0 passed, 1 failed"; exit 1; }
-cache=$(scripts/debug-kernel.sh --path)
-scripts/build-ko.sh "$cache/build" "$rel" || {
+cache=$(scripts/host/debug-kernel.sh --path)
+scripts/host/build-ko.sh "$cache/build" "$rel" || {
 	echo "check-debug: sroce.ko does not build for $rel"
 	echo "0 passed, 1 failed"; exit 1; }
 
@@ -25,4 +25,4 @@ export SROCE_TIME_SCALE=${SROCE_TIME_SCALE:-4}
 # window sees 4-level paging, and KASAN reports its own lookup as a
 # wild-memory-access (seen once in about 20 boots, before any test ran).
 export SROCE_APPEND="${SROCE_APPEND:-} no5lvl"
-exec scripts/test.sh tests/cases/*.sh tests/debug/kmemleak.sh
+exec scripts/host/check.sh tests/cases/*.sh tests/debug/kmemleak.sh

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs inside the test VM, chrooted into the host root (read-only).
 # Sets up the network from the kernel command line, runs the command that
-# scripts/vm.sh left in /tmp/out/cmd from the repository root, and leaves
+# scripts/host/vm.sh left in /tmp/out/cmd from the repository root, and leaves
 # its exit code and the kernel log in /tmp/out.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TMPDIR=/tmp

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build the test VM's initramfs: busybox, the modules needed to reach the
-# host root over virtio-9p, and scripts/initramfs-init as /init.
+# host root over virtio-9p, and scripts/guest/initramfs-init as /init.
 # Usage: mkinitramfs.sh KVER OUTPUT.cpio.gz
 set -euo pipefail
 kver=$1
@@ -11,7 +11,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work"/{bin,modules,proc,sys,dev,newroot}
 cp /bin/busybox "$work/bin/busybox"
-cp "$here/initramfs-init" "$work/init"
+cp "$here/../guest/initramfs-init" "$work/init"
 chmod 755 "$work/init"
 
 # Modules in dependency order, each once.

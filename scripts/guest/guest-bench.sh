@@ -1,5 +1,5 @@
 #!/bin/bash
-# Inside the VM (see scripts/bench.sh): alternate rdma_rxe and sroce.
+# Inside the VM (see scripts/host/bench.sh): alternate rdma_rxe and sroce.
 set -uo pipefail
 rounds=$1
 . tests/lib.sh

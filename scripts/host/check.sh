@@ -1,0 +1,210 @@
+#!/bin/bash
+# make check: the one entry point of the tests, on this machine (the host).
+# It builds, then runs, in this order:
+#   1. the host checks (make install/uninstall, kernel-doc), here;
+#   2. the pair suites: two VMs each (scripts/host/vm-pair.sh), both
+#      running tests/pair/*.sh, sroce against sroce and against rdma_rxe;
+#   3. the one-VM suite: scripts/host/vm.sh boots one VM whose runner,
+#      scripts/guest/guest-check.sh, runs tests/cases/*.sh (rdma-core's own
+#      suite among them, as rdma_core_suite.sh), and judges the VM's kernel
+#      log;
+# and ends with one line for all of them: "N passed, N failed".
+# make check-debug runs it too (scripts/host/check-debug.sh).
+#
+# Usage: scripts/host/check.sh [CASE ...]   CASEs (tests/cases/NAME.sh) for
+#                                          step 3; all of them by default
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo"
+build_log=$(make -s all 2>&1) ||
+	{ echo "$build_log"; echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
+
+# Every step adds its tests here; the VM suite adds its own summary's.
+pass=0 failn=0
+
+# --- 1. Host checks ----------------------------------------------------
+
+host_test() {
+	local name=$1; shift
+	local log
+	if log=$("$@" 2>&1); then
+		echo "ok   host: $name"; pass=$((pass + 1))
+	else
+		echo "FAIL host: $name"; echo "$log" | sed 's/^/    /'
+		failn=$((failn + 1))
+	fi
+}
+
+# make install / uninstall put and remove exactly our files.
+install_layout() {
+	local d kver
+	d=$(mktemp -d) kver=${KVER:-$(scripts/host/kver.sh)}
+	trap "rm -rf '$d'" RETURN
+	make -s install DESTDIR="$d" >/dev/null || return 1
+	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
+		"usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
+		"etc/libibverbs.d/sroce.driver")
+	for f in "${want[@]}"; do
+		[ -f "$d/$f" ] || { echo "make install did not create /$f"; return 1; }
+	done
+	grep -qx 'driver sroce' "$d/etc/libibverbs.d/sroce.driver" ||
+		{ echo "sroce.driver: $(cat "$d/etc/libibverbs.d/sroce.driver")"; return 1; }
+	make -s uninstall DESTDIR="$d" >/dev/null || return 1
+	left=$(find "$d" -type f)
+	[ -z "$left" ] || { echo "make uninstall left: $left"; return 1; }
+}
+
+# The kernel-doc comments parse and describe every parameter and member.
+# kernel-doc comes with linux-headers, which install-deps.sh installs: not
+# finding it is a failure. Build products (sroce.mod.c) are not ours.
+kernel_doc_clean() {
+	local kd="" f out src=()
+	for f in "/usr/src/linux-headers-$(uname -r)/scripts/kernel-doc" \
+		"/lib/modules/$(uname -r)/build/scripts/kernel-doc" \
+		"/lib/modules/$(scripts/host/kver.sh 2>/dev/null)/build/scripts/kernel-doc" \
+		$(ls -d /usr/src/linux-headers-*/scripts/kernel-doc 2>/dev/null |
+		  sort -rV); do
+		[ -x "$f" ] && { kd=$f; break; }
+	done
+	[ -n "$kd" ] || {
+		echo "no scripts/kernel-doc in /usr/src/linux-headers-*" \
+		     "(scripts/host/install-deps.sh installs linux-headers)"
+		return 1
+	}
+	for f in kernel/*.c kernel/*.h; do
+		[[ $f == *.mod.c ]] || src+=("$f")
+	done
+	out=$("$kd" -none "${src[@]}" 2>&1) || { echo "$kd failed:"; echo "$out"; return 1; }
+	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
+}
+
+# make all (above) built the module and the provider with no warning.
+built_clean() {
+	! grep -E 'warning:' <<<"$build_log" || return 1
+}
+
+# sroce.ko builds with no warning (W=1) for kernel release KVER, with
+# on-demand paging (ODP=0) or without it (ODP=1: SROCE_NO_ODP=1 builds as if
+# CONFIG_INFINIBAND_ON_DEMAND_PAGING were off: no sroce_odp.o, the stubs of
+# sroce_mem.h). Built in a copy, so the module of the checkout is not
+# touched.
+builds_for() { # KVER NO_ODP
+	local d kdir odp=$2 out
+	kdir=$(scripts/host/kver.sh --kdir "$1") || return 1
+	d=$(mktemp -d)
+	trap "rm -rf '$d'" RETURN
+	mkdir -p "$d/include"
+	cp -r kernel "$d/" && cp -r include/uapi "$d/include/" || return 1
+	# not the checkout's own build products (make all's, with ODP)
+	rm -f "$d"/kernel/*.o "$d"/kernel/*.ko "$d"/kernel/.*.cmd \
+		"$d"/kernel/*.mod* "$d"/kernel/modules.order
+	out=$(make -s -j"$(nproc)" -C "$kdir" M="$d/kernel" W=1 \
+		SROCE_NO_ODP=$odp modules 2>&1 | grep -v 'Skipping BTF generation')
+	[ -z "$out" ] || { echo "$out"; return 1; }
+	[ -f "$d/kernel/sroce.ko" ] || { echo "no sroce.ko"; return 1; }
+	[ $odp = 0 ] || [ ! -f "$d/kernel/sroce_odp.o" ] ||
+		{ echo "sroce_odp.o built without ODP"; return 1; }
+}
+
+# --- 2. Pair suites ----------------------------------------------------
+
+# Two VMs joined by a socket link on 127.0.0.1 (scripts/host/vm-pair.sh),
+# VM a with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A
+# step passes when it passed on every VM that ran it; each VM's kernel log
+# verdict counts too.
+pair_suite() { # NAME KIND_B SCRIPT...
+	local name=$1 kb=$2 out=$repo/build/pair-$1 line t start=$SECONDS
+	shift 2
+	local run="for t in $*; do tests/pair/\$t.sh || rc=1; done; exit \${rc:-0}"
+	mkdir -p "$repo/build"
+	scripts/host/vm-pair.sh --timeout 1200 --out "$out" \
+		-- "export MY4=10.0.3.1 KIND=sroce PEER_KIND=$kb; $run" \
+		-- "export MY4=10.0.3.2 KIND=$kb PEER_KIND=sroce; $run" \
+		> "$out.log" 2>&1
+	declare -A verdict=()
+	for t in a b; do
+		while IFS= read -r line; do
+			local st=${line%% *} step=${line#* }
+			step=$(sed -E 's/^ +//; s/ \((rc )?[0-9]+( s)?\)$//' <<<"$step")
+			[ "$st" = FAIL ] || [ -z "${verdict[$step]:-}" ] &&
+				verdict[$step]=$st
+		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null | tr -d '\r')
+		if grep -q '^vm: FAIL' "$out/$t.log"; then
+			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
+			failn=$((failn + 1))
+		fi
+		# Every script ends with "ROLE: N passed, N failed": one that
+		# stopped early lost steps nobody would count.
+		local ended
+		ended=$(tr -d '\r' < "$out/$t.log" 2>/dev/null |
+			grep -cE "^$t: [0-9]+ passed, [0-9]+ failed")
+		if [ "$ended" != $# ]; then
+			echo "FAIL pair $name: VM $t finished $ended of $# scripts ($*)"
+			failn=$((failn + 1))
+		fi
+	done
+	for t in "${!verdict[@]}"; do
+		if [ "${verdict[$t]}" = ok ]; then
+			echo "ok   pair $name: $t"; pass=$((pass + 1))
+		else
+			echo "FAIL pair $name: $t (see $out.log)"
+			failn=$((failn + 1))
+		fi
+	done
+	[ ${#verdict[@]} -gt 0 ] || { echo "FAIL pair $name: no step ran"
+		failn=$((failn + 1)); }
+	echo "time: pair $name $((SECONDS - start)) s"
+}
+
+# --- 3. The one-VM suite -----------------------------------------------
+
+# vm_suite [CASE...]: one VM runs the cases (scripts/guest/guest-check.sh);
+# their "N passed, N failed" and the VM's own verdict (no report in the
+# kernel log, no hang) join the totals.
+vm_suite() {
+	local out=$repo/build/test-run start vmrc summary
+
+	# rdma-core's test suite, unpacked where the VM can read it.
+	scripts/rdma-core-tests.sh prepare
+	rm -rf "$out"
+	start=$SECONDS
+	scripts/host/vm.sh --out "$out" --timeout 1500 -- \
+		scripts/guest/guest-check.sh "$@"
+	vmrc=$?
+	echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
+
+	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" \
+		2>/dev/null | tail -n 1)
+	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
+	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
+	if [ $vmrc = 0 ]; then
+		echo "ok   vm: kernel log clean, guest finished"
+		pass=$((pass + 1))
+	else
+		echo "FAIL vm: see $out/console.log and $out/dmesg"
+		failn=$((failn + 1))
+		[ -n "$summary" ] || failn=$((failn + 1))
+	fi
+}
+
+# --- The run -------------------------------------------------------------
+
+host_test "make install/uninstall layout" install_layout
+host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
+# The kernel make all built for: with ODP there, without it here. Every
+# other kernel with headers (scripts/host/kver.sh --list: 6.12 and 6.12-rt
+# where install-deps.sh installed them) with ODP, as its config has it.
+# The debug kernel is make check-debug's, which builds for it.
+kv_built=${KVER:-$(scripts/host/kver.sh)}
+host_test "make all: no warnings (sroce.ko for $kv_built, W=1)" built_clean
+host_test "sroce.ko builds for $kv_built without ODP, no warnings" \
+	builds_for "$kv_built" 1
+for kv in $(scripts/host/kver.sh --list); do
+	case $kv in "$kv_built"|*-sroce-debug) continue ;; esac
+	host_test "sroce.ko builds for $kv, no warnings" builds_for "$kv" 0
+done
+pair_suite sroce-sroce sroce interop loss hostile faults
+pair_suite sroce-rxe rxe interop loss
+vm_suite "$@"
+echo "$pass passed, $failn failed"
+[ "$failn" = 0 ]

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-xfer tests of error completions: a bad rkey, a range past the MR
+// and a QP without remote write (REM_ACCESS_ERR), another PD's lkey
+// (LOC_PROT_ERR), a short receive (LOC_LEN_ERR), RNR and transport retries
+// spent (RNR_RETRY_EXC_ERR, RETRY_EXC_ERR), a late receive found by RNR.
+#include "xfer.h"
+
+namespace xfer {
+namespace {
+
+// A bad rkey: REM_ACCESS_ERR, nothing written, the QP in error.
+void t_err_rkey(Pair &p)
+{
+	memset(&p.b.buf[0], 0, 64);
+	fill(p.a, 0, 64, 1);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 60, remote(p.b, 0),
+			p.b.mr->rkey ^ 0x80) == 0, "post");
+	expect_wc(p.a, 60, IBV_WC_REM_ACCESS_ERR);
+	for (int i = 0; i < 64; i++)
+		if (p.b.buf[i]) {
+			CHECK(false, "a write with a bad rkey changed memory");
+			break;
+		}
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+	ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, &ia);
+	CHECK(a.qp_state == IBV_QPS_ERR, "requester state %d after the error",
+	      a.qp_state);
+}
+
+// Beyond the MR's end: REM_ACCESS_ERR.
+void t_err_bounds(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 4096, 61,
+			remote(p.b, kBuf - 100), p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 61, IBV_WC_REM_ACCESS_ERR);
+}
+
+// The responder QP does not allow remote writes: REM_ACCESS_ERR.
+void t_err_qp_access(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 16, 62, remote(p.b, 0),
+			p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 62, IBV_WC_REM_ACCESS_ERR);
+}
+
+// A local SGE whose MR is in another PD: LOC_PROT_ERR.
+void t_err_lkey_pd(Pair &p)
+{
+	CHECK(post_recv(p.b, 0, 4096, 14) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 64, 63, 0, 0, IBV_SEND_SIGNALED,
+			p.b.mr->lkey) == 0, "post");
+	expect_wc(p.a, 63, IBV_WC_LOC_PROT_ERR);
+}
+
+// A receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here.
+void t_err_recv_len(Pair &p)
+{
+	CHECK(post_recv(p.b, 0, 100, 15) == 0, "post_recv");
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 200, 64) == 0, "post");
+	expect_wc(p.a, 64, IBV_WC_REM_INV_REQ_ERR);
+	expect_wc(p.b, 15, IBV_WC_LOC_LEN_ERR);
+}
+
+// No receive posted and no RNR retries: RNR_RETRY_EXC_ERR.
+void t_err_rnr(Pair &p)
+{
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 10, 65) == 0, "post");
+	expect_wc(p.a, 65, IBV_WC_RNR_RETRY_EXC_ERR);
+}
+
+// A receive posted late is found by the RNR retry.
+void t_rnr_retry(Pair &p)
+{
+	fill(p.a, 0, 500, 4);
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, 500, 66) == 0, "post");
+	usleep(20000);
+	CHECK(post_recv(p.b, 0, 1000, 16) == 0, "post_recv");
+	expect_wc(p.b, 16, IBV_WC_SUCCESS, IBV_WC_RECV, 500);
+	expect_wc(p.a, 66, IBV_WC_SUCCESS, IBV_WC_SEND);
+	CHECK(same(p.a, 0, p.b, 0, 500), "data differs");
+}
+
+// The peer does not answer: the transport timer resends until retry_cnt is
+// spent, then RETRY_EXC_ERR; a peer that answers late is fine.
+void t_err_retry(Pair &p)
+{
+	fill(p.a, 0, 64, 2);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 67, remote(p.b, 0),
+			p.b.mr->rkey) == 0, "post");
+	expect_wc(p.a, 67, IBV_WC_RETRY_EXC_ERR);
+}
+
+void lost_peer(Pair &p)
+{
+	p.lost_peer = 0xabcde;
+	p.timeout = 10;	// 4 ms
+	p.retry_cnt = 2;
+}
+
+void no_remote_write(Pair &p)
+{
+	p.remote_access = IBV_ACCESS_REMOTE_READ;
+}
+
+void no_rnr_retry(Pair &p)
+{
+	p.rnr_retry = 0;
+}
+
+const Test tests[] = {
+	{ "err_rkey", t_err_rkey, nullptr, false },
+	{ "err_bounds", t_err_bounds, nullptr, false },
+	{ "err_qp_access", t_err_qp_access, no_remote_write, false },
+	{ "err_lkey_pd", t_err_lkey_pd, nullptr, true },
+	{ "err_recv_len", t_err_recv_len, nullptr, false },
+	{ "err_rnr", t_err_rnr, no_rnr_retry, false },
+	{ "rnr_retry", t_rnr_retry, nullptr, false },
+	{ "err_retry", t_err_retry, lost_peer, false },
+};
+
+} // namespace
+
+const std::span<const Test> errors_tests(tests);
+
+} // namespace xfer
