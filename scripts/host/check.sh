@@ -41,8 +41,14 @@ install_layout() {
 	d=$(mktemp -d) kver=${KVER:-$(scripts/host/kver.sh)}
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
-	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
-		"usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
+	# modules_install compresses the module as the kernel's config says
+	# (Debian's 6.12: CONFIG_MODULE_COMPRESS_XZ, sroce.ko.xz)
+	local ko=("$d/lib/modules/$kver/updates/kernel/"sroce.ko*)
+	[ -f "${ko[0]}" ] || {
+		echo "make install did not create /lib/modules/$kver/updates/kernel/sroce.ko"
+		return 1
+	}
+	local want=("usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
 		"etc/libibverbs.d/sroce.driver")
 	for f in "${want[@]}"; do
 		[ -f "$d/$f" ] || { echo "make install did not create /$f"; return 1; }
