@@ -11,6 +11,8 @@
 #   --ip6 CIDR       guest IPv6 address on eth0 (default fd00:5e::15/64)
 #   --name NAME      guest host name (default sroce-vm)
 #   --mem MB         guest memory (default 2048)
+#   --root DIR       the guest's root, read-only (default /: this machine's);
+#                    e.g. an overlay with packages installed
 #
 # The kernel is Debian's: KVER (a release, as make passes it) or the default
 # (scripts/host/kver.sh); or SROCE_KERNEL (an image) with release
@@ -27,7 +29,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out= timeout=1200 nic=user,restrict=on mac=52:54:00:12:34:56
-ip4=10.0.2.15/24 ip6=fd00:5e::15/64 name=sroce-vm mem=2048
+ip4=10.0.2.15/24 ip6=fd00:5e::15/64 name=sroce-vm mem=2048 root=/
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) out=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
 	--ip6) ip6=$2; shift 2 ;;
 	--name) name=$2; shift 2 ;;
 	--mem) mem=$2; shift 2 ;;
+	--root) root=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "vm.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -89,7 +92,7 @@ timeout --kill-after=10 "$((timeout * scale))" qemu-system-x86_64 \
 	-display none -monitor none -no-reboot \
 	-serial "file:$out/console.log" \
 	-kernel "$image" -initrd "$initrd" -append "$append" \
-	-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+	-fsdev local,id=hostroot,path="$root",security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 	-fsdev local,id=repo,path="$repo",security_model=none,readonly=on,multidevs=remap \
 	-device virtio-9p-pci,fsdev=repo,mount_tag=repo \
