@@ -8,6 +8,8 @@
 # make bench      sroce against rdma_rxe, in one VM run (not in CI);
 #                 ROUNDS=N alternations (default 5)
 # make install / make uninstall
+# make deb        the Debian packages (sroce-dkms, ibverbs-provider-sroce)
+#                 into build/deb/, checked by lintian
 #
 # run, check, check-debug and bench are scripts/host/TARGET.sh: the host side
 # (build, boot the VMs, judge them); what runs inside the VMs is in
@@ -51,7 +53,7 @@ LIBDIR ?= $(PREFIX)/lib/$(shell gcc -print-multiarch)
 DESTDIR ?=
 
 .PHONY: all kernel userspace tests run check check-debug bench install \
-	uninstall clean
+	uninstall deb clean
 
 all: kernel userspace tests
 
@@ -85,6 +87,9 @@ install: kernel userspace
 		$(DESTDIR)$(LIBDIR)/libibverbs/libsroce-rdmav34.so
 	install -D -m 0644 userspace/sroce.driver \
 		$(DESTDIR)/etc/libibverbs.d/sroce.driver
+
+deb:
+	scripts/host/deb.sh
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/kernel/sroce.ko \

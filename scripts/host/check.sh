@@ -8,6 +8,10 @@
 #      scripts/guest/guest-check.sh, runs tests/cases/*.sh (rdma-core's own
 #      suite among them, as rdma_core_suite.sh), and judges the VM's kernel
 #      log;
+#   4. the packages (full runs on Debian's own kernels, not check-debug):
+#      make deb, then scripts/host/deb-check.sh installs them into an
+#      overlay of this machine's root, a VM boots that root and runs
+#      tests/pkg/guest.sh, and deb-check.sh purges them;
 # and ends with one line for all of them: "N passed, N failed".
 # make check-debug runs it too (scripts/host/check-debug.sh).
 #
@@ -199,6 +203,49 @@ vm_suite() { # [CASE ...]; KVER is the kernel the VM boots
 	fi
 }
 
+# --- 4. The packages ---------------------------------------------------
+
+# Lines "ok   ..." / "FAIL ..." of a step's output join the totals.
+count_lines() { # FILE
+	local n
+	n=$(grep -c '^ok ' "$1"); pass=$((pass + n))
+	n=$(grep -c '^FAIL ' "$1"); failn=$((failn + n))
+}
+
+pkg_suite() {
+	local d=/tmp/sroce-pkg.$$ out=$repo/build/pkg-run start=$SECONDS log
+	log=$(mktemp)
+	if ! scripts/host/deb.sh > "$log" 2>&1; then
+		echo "FAIL host: make deb (lintian clean)"; sed 's/^/    /' "$log"
+		failn=$((failn + 1)); rm -f "$log"; return
+	fi
+	echo "ok   host: make deb (lintian clean)"; pass=$((pass + 1))
+	scripts/host/deb-check.sh install "$d" > "$log" 2>&1
+	grep -v '^readelf: Warning' "$log"; count_lines "$log"
+	if grep -q '^ok   deb: apt-get install' "$log"; then
+		rm -rf "$out"
+		scripts/host/vm.sh --root "$d/root" --out "$out" --timeout 600 \
+			-- tests/pkg/guest.sh > "$log" 2>&1
+		local vmrc=$?
+		grep -E '^(ok|FAIL) ' "$out/output" 2>/dev/null | tr -d '\r' |
+			tee "$log"
+		count_lines "$log"
+		grep -qE '^[0-9]+ passed, [0-9]+ failed' "$out/output" 2>/dev/null ||
+			{ echo "FAIL pkg: the guest did not finish"; failn=$((failn + 1)); }
+		if [ $vmrc = 0 ]; then
+			echo "ok   vm (packages): kernel log clean, guest finished"
+			pass=$((pass + 1))
+		else
+			echo "FAIL vm (packages): see $out/console.log and $out/dmesg"
+			failn=$((failn + 1))
+		fi
+	fi
+	scripts/host/deb-check.sh purge "$d" > "$log" 2>&1
+	cat "$log"; count_lines "$log"
+	rm -f "$log"
+	echo "time: packages $((SECONDS - start)) s"
+}
+
 # --- The run -------------------------------------------------------------
 
 host_test "make install/uninstall layout" install_layout
@@ -231,5 +278,8 @@ for kv in ${VM_KVERS:-}; do
 	fi
 	KVER=$kv vm_suite "$@"
 done
+# Full runs only: a run of chosen cases, or check-debug's debug kernel
+# (SROCE_KERNEL: no package of it), is not about the packages.
+[ $# -gt 0 ] || [ -n "${SROCE_KERNEL:-}" ] || pkg_suite
 echo "$pass passed, $failn failed"
 [ "$failn" = 0 ]

@@ -40,6 +40,9 @@ mount_root() {
 	done
 	mount -t tmpfs tmpfs "$root/tmp"
 	mount -t tmpfs tmpfs "$root/run"
+	# where a test VM booting this root mounts the clone (the overlay
+	# shows the root file system only: a clone elsewhere has no directory)
+	mkdir -p "$root$repo"
 }
 
 umount_root() {
@@ -54,10 +57,12 @@ umount_root() {
 }
 
 # The files the packages and DKMS write, as the upper layer holds them,
-# but for package-manager bookkeeping and generated indexes.
+# but for package-manager bookkeeping, generated indexes (depmod's
+# modules.*) and the signing key DKMS makes at its first build (DKMS's,
+# kept for every module it builds, not sroce's).
 upper_files() {
 	(cd "$dir/upper" && find . -type f -o -type l) | sed 's|^\./|/|' |
-		grep -Ev '^/(var/lib/(dpkg|apt|man-db|ucf)|var/cache|var/log|etc/ld\.so\.cache$|lib/modules/[^/]+/modules\.)' |
+		grep -Ev '^/(var/lib/(dpkg|apt|man-db|ucf)|var/cache|var/log|etc/ld\.so\.cache$|(usr/)?lib/modules/[^/]+/modules\.|var/lib/dkms/mok\.(key|pub)$)' |
 		grep -Ev '^/(tmp|run|root)/' | sort
 }
 

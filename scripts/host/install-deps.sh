@@ -23,6 +23,7 @@ pkgs=(
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
 	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli
 	tshark python3-scapy
+	dpkg-dev debhelper dh-dkms dkms fakeroot lintian man-db
 )
 [ $# -gt 0 ] || set -- 6.1
 for k in "$@"; do
