@@ -50,7 +50,7 @@ pingpong() { # PROGRAM ARGS...: server and client over localhost, -c
 	sleep 1
 	# the running server (timeout's child) maps the package's provider
 	local child
-	child=$(cat /proc/$pid/task/*/children 2>/dev/null | head -n1)
+	child=$(ps -o pid= --ppid "$pid" 2>/dev/null | head -n1 | tr -d " ")
 	grep -q "$libdir/libibverbs/libsroce-rdmav34.so" \
 		"/proc/${child:-0}/maps" 2>/dev/null ||
 		{ echo "server does not map the package's provider"; rc=1; }
