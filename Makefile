@@ -87,7 +87,8 @@ install: kernel userspace
 		$(DESTDIR)/etc/libibverbs.d/sroce.driver
 
 uninstall:
-	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/kernel/sroce.ko
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/kernel/sroce.ko \
+		$(DESTDIR)/lib/modules/$(KVER)/updates/kernel/sroce.ko.*
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 	rm -f $(DESTDIR)$(LIBDIR)/libibverbs/libsroce-rdmav34.so
 	rm -f $(DESTDIR)/etc/libibverbs.d/sroce.driver

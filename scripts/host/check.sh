@@ -13,6 +13,9 @@
 #
 # Usage: scripts/host/check.sh [CASE ...]   CASEs (tests/cases/NAME.sh) for
 #                                          step 3; all of them by default
+# VM_KVERS="RELEASE ...": step 3 again on each of these kernels (their image
+# and headers installed), after the whole suite on KVER; .ci/run covers
+# 6.1 and 6.12 that way.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -41,8 +44,14 @@ install_layout() {
 	d=$(mktemp -d) kver=${KVER:-$(scripts/host/kver.sh)}
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
-	local want=("lib/modules/$kver/updates/kernel/sroce.ko"
-		"usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
+	# modules_install compresses the module as the kernel's config says
+	# (Debian's 6.12: CONFIG_MODULE_COMPRESS_XZ, sroce.ko.xz)
+	local ko=("$d/lib/modules/$kver/updates/kernel/"sroce.ko*)
+	[ -f "${ko[0]}" ] || {
+		echo "make install did not create /lib/modules/$kver/updates/kernel/sroce.ko"
+		return 1
+	}
+	local want=("usr/lib/$(gcc -print-multiarch)/libibverbs/libsroce-rdmav34.so"
 		"etc/libibverbs.d/sroce.driver")
 	for f in "${want[@]}"; do
 		[ -f "$d/$f" ] || { echo "make install did not create /$f"; return 1; }
@@ -161,8 +170,11 @@ pair_suite() { # NAME KIND_B SCRIPT...
 # vm_suite [CASE...]: one VM runs the cases (scripts/guest/guest-check.sh);
 # their "N passed, N failed" and the VM's own verdict (no report in the
 # kernel log, no hang) join the totals.
-vm_suite() {
-	local out=$repo/build/test-run start vmrc summary
+vm_suite() { # [CASE ...]; KVER is the kernel the VM boots
+	local out=$repo/build/test-run start vmrc summary tag=
+
+	[ "${KVER:-$kv_built}" = "$kv_built" ] || tag=" ($KVER)"
+	[ -z "$tag" ] || out+=-$KVER
 
 	# rdma-core's test suite, unpacked where the VM can read it.
 	scripts/rdma-core-tests.sh prepare
@@ -171,17 +183,17 @@ vm_suite() {
 	scripts/host/vm.sh --out "$out" --timeout 1500 -- \
 		scripts/guest/guest-check.sh "$@"
 	vmrc=$?
-	echo "time: one VM $((SECONDS - start)) s, all $SECONDS s"
+	echo "time: one VM$tag $((SECONDS - start)) s, all $SECONDS s"
 
 	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/output" \
 		2>/dev/null | tail -n 1)
 	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
 	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
 	if [ $vmrc = 0 ]; then
-		echo "ok   vm: kernel log clean, guest finished"
+		echo "ok   vm$tag: kernel log clean, guest finished"
 		pass=$((pass + 1))
 	else
-		echo "FAIL vm: see $out/console.log and $out/dmesg"
+		echo "FAIL vm$tag: see $out/console.log and $out/dmesg"
 		failn=$((failn + 1))
 		[ -n "$summary" ] || failn=$((failn + 1))
 	fi
@@ -206,5 +218,18 @@ done
 pair_suite sroce-sroce sroce interop loss hostile faults
 pair_suite sroce-rxe rxe interop loss
 vm_suite "$@"
+# The one-VM suite on other kernels: sroce.ko built for each into
+# build/ko/RELEASE/, where the VM's runner finds it (tests/lib.sh).
+for kv in ${VM_KVERS:-}; do
+	[ "$kv" != "$kv_built" ] || continue
+	if ! log=$(scripts/host/build-ko.sh "$(scripts/host/kver.sh --kdir "$kv")" \
+		"$kv" 2>&1); then
+		echo "FAIL vm ($kv): sroce.ko does not build"
+		echo "$log" | sed 's/^/    /'
+		failn=$((failn + 1))
+		continue
+	fi
+	KVER=$kv vm_suite "$@"
+done
 echo "$pass passed, $failn failed"
 [ "$failn" = 0 ]

@@ -5,6 +5,10 @@
 #        scripts/host/kver.sh --kdir [KVER] the build tree of KVER (default:
 #                                           the default kernel)
 #        scripts/host/kver.sh --list        every release with a build tree
+#        scripts/host/kver.sh --series S    the newest release of series S
+#                                           (6.1, 6.12, 6.12-rt: the names
+#                                           install-deps.sh takes) installed
+#                                           with an image and headers
 #
 # The default is the newest Debian kernel installed with both an image in
 # /boot and headers (the kernel the test VM boots); of two flavours of one
@@ -59,9 +63,28 @@ default() {
 	return 1
 }
 
+# series S: as default, among the releases of S (6.1 is not 6.12; -rt only
+# when S asks for it)
+series() {
+	local v base=${1%-rt}
+	for v in $(list); do
+		case "$v" in "$base".*|"$base"-*) ;; *) continue ;; esac
+		if [[ $1 == *-rt ]]; then
+			[[ $v == *-rt-* ]] || continue
+		else
+			[[ $v != *-rt-* ]] || continue
+		fi
+		[ -e "/boot/vmlinuz-$v" ] && { echo "$v"; return 0; }
+	done
+	echo "kver.sh: no $1 kernel installed with both an image and headers;" \
+		"run scripts/host/install-deps.sh $1" >&2
+	return 1
+}
+
 case "${1:-}" in
 "") default ;;
 --list) list ;;
+--series) series "${2:?usage: kver.sh --series 6.1|6.12|6.12-rt}" ;;
 --kdir)
 	kver=${2:-$(default)}
 	kdir "$kver" || {
@@ -73,5 +96,5 @@ case "${1:-}" in
 		exit 1
 	}
 	;;
-*) echo "usage: kver.sh [--kdir [KVER] | --list]" >&2; exit 2 ;;
+*) echo "usage: kver.sh [--kdir [KVER] | --list | --series S]" >&2; exit 2 ;;
 esac
