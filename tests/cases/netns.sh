@@ -45,16 +45,21 @@ udp_bound() {
 	"${run[@]}" cat /proc/net/udp /proc/net/udp6 | grep -q ':12B7 '
 }
 
+# inns NS COMMAND...: run COMMAND in namespace NS, or in init_net for ""
+inns() {
+	local ns=$1
+	shift
+	if [ -n "$ns" ]; then ip netns exec "$ns" "$@"; else "$@"; fi
+}
+
 # gid_index NS DEV IPV4: the index of DEV's RoCEv2 GID for IPV4, as a
-# process in NS sees it
+# process in NS ("": init_net) sees it
 gid_index() {
-	local want f
+	local want f d=/sys/class/infiniband/$2/ports/1/gids
 	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
 		${3//./ })
-	for f in $(ip netns exec "$1" sh -c \
-		"ls /sys/class/infiniband/$2/ports/1/gids/"); do
-		if [ "$(ip netns exec "$1" cat \
-			"/sys/class/infiniband/$2/ports/1/gids/$f")" = "$want" ]; then
+	for f in $(inns "$1" ls "$d"); do
+		if [ "$(inns "$1" cat "$d/$f")" = "$want" ]; then
 			echo "$f"
 			return 0
 		fi
@@ -63,47 +68,82 @@ gid_index() {
 }
 
 # pingpong NA_DEV NB_DEV N OUTPREFIX: ibv_rc_pingpong with completion
-# events and data checked, server in na, client in nb; in the background
-# ($srv $cli are their pids).
+# events and data checked between the two devices, in the background ($srv
+# $cli are their pids). With APPS=ns, the server runs in na and the client
+# in nb (their TCP exchange over the veth); with APPS=init (shared mode:
+# every device is visible everywhere) both run in init_net (TCP over lo),
+# so that they do not keep na and nb alive.
 pingpong() {
-	local ga gb port=$((18000 + RANDOM % 1000))
+	local ga gb sa= sb= addr=127.0.0.1 port=$((18000 + RANDOM % 1000))
 
-	wait_for 20 gid_index na "$1" 10.77.0.1 >/dev/null ||
-		fail "$1 has no GID for 10.77.0.1 in na"
-	wait_for 20 gid_index nb "$2" 10.77.0.2 >/dev/null ||
-		fail "$2 has no GID for 10.77.0.2 in nb"
-	ga=$(gid_index na "$1" 10.77.0.1) gb=$(gid_index nb "$2" 10.77.0.2)
-	ip netns exec na timeout "$(tmo 120)" ibv_rc_pingpong -d "$1" \
-		-g "$ga" -p $port -n "$3" -s 4096 -e -c > "$4.srv" 2>&1 &
+	[ "$APPS" = ns ] && sa=na sb=nb addr=10.77.0.1
+	wait_for 20 gid_index "$sa" "$1" 10.77.0.1 >/dev/null ||
+		fail "$1 has no GID for 10.77.0.1"
+	wait_for 20 gid_index "$sb" "$2" 10.77.0.2 >/dev/null ||
+		fail "$2 has no GID for 10.77.0.2"
+	ga=$(gid_index "$sa" "$1" 10.77.0.1) gb=$(gid_index "$sb" "$2" 10.77.0.2)
+	inns "$sa" timeout "$(tmo 120)" ibv_rc_pingpong -d "$1" -g "$ga" \
+		-p $port -n "$3" -s 4096 -e -c > "$4.srv" 2>&1 &
 	srv=$!
 	sleep 1
-	ip netns exec nb timeout "$(tmo 120)" ibv_rc_pingpong -d "$2" \
-		-g "$gb" -p $port -n "$3" -s 4096 -e -c 10.77.0.1 \
-		> "$4.cli" 2>&1 &
+	inns "$sb" timeout "$(tmo 120)" ibv_rc_pingpong -d "$2" -g "$gb" \
+		-p $port -n "$3" -s 4096 -e -c $addr > "$4.cli" 2>&1 &
 	cli=$!
 }
 
 # pingpong_ok NA_DEV NB_DEV: a full run, both sides succeed
 pingpong_ok() {
 	pingpong "$1" "$2" 300 "$tmp/ok"
-	wait $cli || fail "client in nb: $(cat "$tmp/ok.cli")"$'\n'"server: $(cat "$tmp/ok.srv")"
-	wait $srv || fail "server in na: $(cat "$tmp/ok.srv")"
+	wait $cli || fail "client: $(cat "$tmp/ok.cli")"$'\n'"server: $(cat "$tmp/ok.srv")"
+	wait $srv || fail "server: $(cat "$tmp/ok.srv")"
 	grep -q '300 iters' "$tmp/ok.cli" ||
 		fail "client did not finish: $(cat "$tmp/ok.cli")"
 }
 
-# under_traffic WHAT COMMAND...: start a long run, let it pass data, run
-# COMMAND; both sides must end (the applications notice the device went)
+# descendants PID: PID and every process under it
+descendants() {
+	local c
+	echo "$1"
+	for c in $(cat /proc/$1/task/*/children 2>/dev/null); do
+		descendants "$c"
+	done
+}
+
+# kill_tree PID: kill PID and everything under it
+kill_tree() {
+	kill -9 $(descendants "$1") 2>/dev/null
+}
+
+# pstack_of PID: where a process and its children wait
+pstack_of() {
+	local p
+	for p in $(descendants "$1"); do
+		echo "[$p $(cat /proc/$p/comm 2>/dev/null) $(cut -d' ' -f3 /proc/$p/stat 2>/dev/null) $(cat /proc/$p/wchan 2>/dev/null)]"
+		cat /proc/$p/stack 2>/dev/null
+	done
+}
+
+# under_traffic WHAT ENDS COMMAND...: start a long run, let it pass data,
+# run COMMAND; the applications in ENDS ("$srv", "$cli" or both), those
+# whose device goes, must end (they notice), the others are killed: an RC
+# peer waiting to receive has no way to notice (no keepalive in RC).
 under_traffic() {
-	local what=$1
-	shift
+	local what=$1 ends=$2 p
+	shift 2
 	pingpong "$DEV_A" "$DEV_B" 1000000 "$tmp/long"
 	sleep 3
 	kill -0 $cli 2>/dev/null ||
 		fail "long run ended early: $(cat "$tmp/long.cli")"
+	ends=$(eval echo "$ends")
 	"$@" || fail "$what under traffic"
-	wait_for "$(tmo 60)" sh -c "! kill -0 $cli 2>/dev/null && ! kill -0 $srv 2>/dev/null" ||
-		fail "the applications still run $(tmo 60) s after $what"
+	for p in $ends; do
+		wait_for "$(tmo 60)" sh -c "! kill -0 $p 2>/dev/null" ||
+			fail "the applications still run $(tmo 60) s after $what:" \
+				"server: $(cat "$tmp/long.srv"; pstack_of $srv)" \
+				"client: $(cat "$tmp/long.cli"; pstack_of $cli)"
+	done
+	kill_tree $srv
+	kill_tree $cli
 	wait $cli $srv 2>/dev/null
 	return 0
 }
@@ -134,7 +174,8 @@ udp_bound nb || fail "no UDP 4791 socket in nb"
 ! udp_bound "" || fail "UDP 4791 bound in init_net by namespaced links"
 # init_net's port is free: rdma_rxe can take it (it binds the port when it
 # loads, or, with namespace support, at its first link).
-modprobe rdma_rxe || fail "rdma_rxe cannot load beside namespaced sroce"
+modprobe -a crc32_generic rdma_rxe ||
+	fail "rdma_rxe cannot load beside namespaced sroce"
 rdma link add rxe0 type rxe netdev eth0 || fail "rdma link add rxe0"
 udp_bound "" || fail "rdma_rxe has a link but UDP 4791 is not bound in init_net"
 # ... and sroce cannot take it from rdma_rxe: a clear refusal, no device.
@@ -146,9 +187,11 @@ dmesg | grep -q 'cannot bind UDP port 4791 for eth0' ||
 rdma link delete rxe0 || fail "rdma link delete rxe0"
 rmmod rdma_rxe || fail "rmmod rdma_rxe"
 
+APPS=ns
 pingpong_ok sra srb
-DEV_A=sra DEV_B=srb
-under_traffic "rdma link delete sra" ip netns exec na rdma link delete sra
+APPS=init pingpong_ok sra srb
+DEV_A=sra DEV_B=srb APPS=init
+under_traffic "rdma link delete sra" '$srv' ip netns exec na rdma link delete sra
 ! ibdev_exists sra || fail "sra still exists"
 ! udp_bound na || fail "UDP 4791 still bound in na without a device"
 udp_bound nb || fail "nb lost its socket when sra went"
@@ -159,7 +202,7 @@ wait_for "$(tmo 30)" sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
 ip netns exec na rdma link add sra type sroce netdev va ||
 	fail "rdma link add in na again"
 pingpong_ok sra srb
-under_traffic "ip netns del na" ip netns del na
+under_traffic "ip netns del na" '$srv $cli' ip netns del na
 nothing_left "ip netns del na"
 ip netns del nb
 wait_for 30 sh -c '! ip netns list | grep -q .' ||
@@ -185,10 +228,20 @@ ip netns exec na rdma dev show sra >/dev/null 2>&1 ||
 	fail "sra not in na after the move"
 rdma dev show sra >/dev/null 2>&1 && fail "sra still in init_net after the move"
 ip netns exec nb rdma dev show sra >/dev/null 2>&1 && fail "sra visible in nb"
+APPS=ns
 pingpong_ok sra srb
-under_traffic "ip netns del nb (exclusive)" ip netns del nb
-nothing_left "ip netns del nb (exclusive)"
-ip netns del na
+# The applications in na and nb keep them alive: a namespace deleted under
+# traffic goes when they are killed (as a container's end), and with it the
+# veth pair, and both links.
+pingpong sra srb 1000000 "$tmp/long"
+sleep 3
+kill -0 $cli 2>/dev/null || fail "long run ended early: $(cat "$tmp/long.cli")"
+ip netns del nb || fail "ip netns del nb (exclusive)"
+ip netns del na || fail "ip netns del na (exclusive)"
+kill_tree $cli
+kill_tree $srv
+wait $cli $srv 2>/dev/null
+nothing_left "ip netns del (exclusive)"
 wait_for 30 sh -c '! ip netns list | grep -q .' ||
 	fail "namespaces left: $(ip netns list)"
 rdma system set netns shared || fail "rdma system set netns shared"
