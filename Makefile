@@ -14,7 +14,7 @@
 # scripts/guest/.
 #
 # The kernel: KVER=RELEASE builds for that release, e.g.
-# make KVER=6.12.111+deb12-amd64. By default KVER is the newest Debian kernel
+# make KVER=6.12.117+deb12-amd64. By default KVER is the newest Debian kernel
 # installed with both an image in /boot and headers (scripts/host/kver.sh),
 # which the test VM boots; not necessarily the one this machine runs. KDIR,
 # the headers built against, is /lib/modules/KVER/build, else

@@ -11,7 +11,7 @@
 #   6.12      linux-image-6.12-amd64 linux-headers-6.12-amd64
 #   6.12-rt   linux-image-6.12-rt-amd64 linux-headers-6.12-rt-amd64
 #             (PREEMPT_RT)
-#   RELEASE   one release, e.g. 6.12.111+deb12-amd64: linux-image-RELEASE
+#   RELEASE   one release, e.g. 6.12.117+deb12-amd64: linux-image-RELEASE
 #             linux-headers-RELEASE (what `make KVER=RELEASE` asks for)
 # Debian builds all of them with bookworm's gcc-12, which their headers
 # depend on. `make` then builds for the newest of them
