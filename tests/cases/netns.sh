@@ -20,7 +20,7 @@ cleanup() {
 	ip netns del na 2>/dev/null
 	ip netns del nb 2>/dev/null
 	wait_for 30 sh -c '! ip netns list | grep -q .' || true
-	rdma system set netns shared 2>/dev/null
+	wait_for "$(tmo 60)" rdma system set netns shared 2>/dev/null
 	rdma link delete rxe0 2>/dev/null
 	lsmod | grep -q '^rdma_rxe' && rmmod rdma_rxe
 	rm -rf "$tmp"
@@ -244,4 +244,8 @@ wait $cli $srv 2>/dev/null
 nothing_left "ip netns del (exclusive)"
 wait_for 30 sh -c '! ip netns list | grep -q .' ||
 	fail "namespaces left: $(ip netns list)"
-rdma system set netns shared || fail "rdma system set netns shared"
+# A deleted namespace is freed by a worker some time after "ip netns del"
+# returns; ib_core refuses the mode change (EBUSY) while any namespace but
+# init_net exists, so wait for the last one to go.
+wait_for "$(tmo 60)" rdma system set netns shared 2>/dev/null ||
+	fail "rdma system set netns shared: $(rdma system set netns shared 2>&1)"
