@@ -100,11 +100,13 @@ pingpong_ok() {
 		fail "client did not finish: $(cat "$tmp/ok.cli")"
 }
 
-# descendants PID: PID and every process under it
+# descendants PID: PID and every process under it (by their parent PIDs:
+# /proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN, which the debug
+# kernel has not)
 descendants() {
 	local c
 	echo "$1"
-	for c in $(cat /proc/$1/task/*/children 2>/dev/null); do
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
 		descendants "$c"
 	done
 }
@@ -248,4 +250,5 @@ wait_for 30 sh -c '! ip netns list | grep -q .' ||
 # returns; ib_core refuses the mode change (EBUSY) while any namespace but
 # init_net exists, so wait for the last one to go.
 wait_for "$(tmo 60)" rdma system set netns shared 2>/dev/null ||
-	fail "rdma system set netns shared: $(rdma system set netns shared 2>&1)"
+	fail "rdma system set netns shared: $(rdma system set netns shared 2>&1)
+$(lsns -t net 2>&1)"
