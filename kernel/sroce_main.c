@@ -6,6 +6,13 @@
  * DEV.  The device lives until "rdma link delete", until DEV disappears or
  * until the module is unloaded; ib_core calls sroce_dealloc_driver() once,
  * whichever comes first, and that is where a device leaves our list.
+ *
+ * Network namespaces: a device sends and receives in the namespace its DEV
+ * is in when the link is added (the UDP sockets of sroce_net.c).  If DEV
+ * later leaves that namespace, or the namespace is deleted, DEV's
+ * NETDEV_UNREGISTER deletes the link.  Which namespaces see the device is
+ * ib_core's business ("rdma system set netns shared|exclusive"; in exclusive
+ * mode "rdma dev set NAME netns NS" moves it).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -149,6 +156,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		goto out_unlock;
 	}
 	sdev->ndev = ndev;
+	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
 	sroce_xa_init(&sdev->mem_xa, XA_FLAGS_ALLOC1, &sroce_mem_xa_key);
@@ -160,7 +168,9 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->mcast_groups);
 	sdev->port_state = sroce_netdev_port_state(ndev);
 
-	err = sroce_register_device(sdev, ibdev_name);
+	err = sroce_net_attach(sdev);
+	if (!err)
+		err = sroce_register_device(sdev, ibdev_name);
 	if (err) {
 		ib_dealloc_device(&sdev->ibdev);
 		goto out_unlock;
@@ -203,6 +213,8 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	mutex_lock(&sroce_dev_lock);
 	list_del_init(&sdev->list);
 	mutex_unlock(&sroce_dev_lock);
+	sroce_net_detach(sdev);
+	netdev_put(sdev->ndev, &sdev->ndev_tracker);
 	mutex_destroy(&sdev->state_lock);
 	WARN_ON(!xa_empty(&sdev->mem_xa));
 	xa_destroy(&sdev->mem_xa);

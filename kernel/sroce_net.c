@@ -18,6 +18,7 @@
 #include <net/route.h>
 #include <net/udp_tunnel.h>
 #include <net/ipv6.h>
+#include <net/netns/generic.h>
 #include <rdma/ib_addr.h>
 #include <rdma/ib_cache.h>
 
@@ -27,8 +28,34 @@
 #include "sroce_task.h"
 #include "sroce_verbs.h"
 
-static struct socket *sroce_sock4;
-static struct socket *sroce_sock6;
+/**
+ * struct sroce_net - sroce in one network namespace
+ * @net: the namespace
+ * @sock4: its UDP 4791 socket for IPv4, while @users is not 0
+ * @sock6: the same for IPv6 (NULL without CONFIG_IPV6)
+ * @users: the devices whose net_device was in @net when they were created
+ *
+ * @sock4, @sock6 and @users are protected by sroce_net_lock.  A device binds
+ * the sockets of its net_device's namespace when it is created
+ * (sroce_net_attach()) and lets them go when it is freed
+ * (sroce_net_detach()): the port is bound in a namespace exactly while a
+ * device of that namespace exists, so loading the module binds nothing and a
+ * namespace without sroce devices leaves UDP 4791 to others (rdma_rxe).
+ *
+ * Kernel sockets do not pin their namespace.  A device does, indirectly: it
+ * holds its net_device, whose unregistration - done by the namespace's
+ * cleanup before any pernet subsystem exits - waits for the device to be
+ * freed.  So no device outlives the sockets it uses.
+ */
+struct sroce_net {
+	struct net *net;
+	struct socket *sock4;
+	struct socket *sock6;
+	unsigned int users;
+};
+
+static unsigned int sroce_net_id;
+static DEFINE_MUTEX(sroce_net_lock);
 
 /* Take a reference on the QP @qpn of @sdev, or NULL. */
 static struct sroce_qp *sroce_qp_get(struct sroce_dev *sdev, u32 qpn)
@@ -204,31 +231,119 @@ static struct socket *sroce_udp_sock(struct net *net, bool ipv6)
 	return sock;
 }
 
+static void sroce_net_release(struct sroce_net *sn)
+{
+	if (sn->sock6)
+		udp_tunnel_sock_release(sn->sock6);
+	if (sn->sock4)
+		udp_tunnel_sock_release(sn->sock4);
+	sn->sock4 = NULL;
+	sn->sock6 = NULL;
+}
+
+/**
+ * sroce_net_attach - bind UDP 4791 in the namespace of a new device
+ * @sdev: the device, with @ndev set and not yet registered
+ *
+ * The first device of a namespace creates its sockets; the others share
+ * them.  Sets @sdev->sn.
+ *
+ * Return: 0; -EADDRINUSE if another driver (rdma_rxe) holds the port in that
+ * namespace; another negative errno from socket creation.
+ */
+int sroce_net_attach(struct sroce_dev *sdev)
+{
+	struct net *net = dev_net(sdev->ndev);
+	struct sroce_net *sn = net_generic(net, sroce_net_id);
+	struct socket *sock;
+	int err = 0;
+
+	mutex_lock(&sroce_net_lock);
+	if (sn->users)
+		goto out;
+	sock = sroce_udp_sock(net, false);
+	if (IS_ERR(sock)) {
+		err = PTR_ERR(sock);
+		goto out_err;
+	}
+	sn->sock4 = sock;
+	if (IS_ENABLED(CONFIG_IPV6)) {
+		sock = sroce_udp_sock(net, true);
+		if (IS_ERR(sock)) {
+			err = PTR_ERR(sock);
+			sroce_net_release(sn);
+			goto out_err;
+		}
+		sn->sock6 = sock;
+	}
+out:
+	sn->users++;
+	sdev->sn = sn;
+	mutex_unlock(&sroce_net_lock);
+	return 0;
+out_err:
+	mutex_unlock(&sroce_net_lock);
+	pr_err("cannot bind UDP port %d for %s (%d); is rdma_rxe loaded in its network namespace?\n",
+	       SROCE_UDP_PORT, sdev->ndev->name, err);
+	return err;
+}
+
+/**
+ * sroce_net_detach - a device no longer sends or receives
+ * @sdev: the device, attached; unregistered or never registered
+ *
+ * The last device of a namespace releases its sockets.
+ */
+void sroce_net_detach(struct sroce_dev *sdev)
+{
+	struct sroce_net *sn = sdev->sn;
+
+	if (!sn)
+		return;
+	mutex_lock(&sroce_net_lock);
+	if (!--sn->users)
+		sroce_net_release(sn);
+	mutex_unlock(&sroce_net_lock);
+	sdev->sn = NULL;
+}
+
+static int __net_init sroce_net_ns_init(struct net *net)
+{
+	struct sroce_net *sn = net_generic(net, sroce_net_id);
+
+	sn->net = net;
+	return 0;
+}
+
+/*
+ * Every device of @net is gone by now (see struct sroce_net), so its
+ * sockets are too.
+ */
+static void __net_exit sroce_net_ns_exit(struct net *net)
+{
+	struct sroce_net *sn = net_generic(net, sroce_net_id);
+
+	mutex_lock(&sroce_net_lock);
+	if (WARN_ON(sn->users))
+		sroce_net_release(sn);
+	mutex_unlock(&sroce_net_lock);
+}
+
+static struct pernet_operations sroce_net_ops = {
+	.init = sroce_net_ns_init,
+	.exit = sroce_net_ns_exit,
+	.id = &sroce_net_id,
+	.size = sizeof(struct sroce_net),
+};
+
 int sroce_net_init(void)
 {
-	sroce_sock4 = sroce_udp_sock(&init_net, false);
-	if (IS_ERR(sroce_sock4))
-		goto err;
-	if (IS_ENABLED(CONFIG_IPV6)) {
-		sroce_sock6 = sroce_udp_sock(&init_net, true);
-		if (IS_ERR(sroce_sock6)) {
-			udp_tunnel_sock_release(sroce_sock4);
-			sroce_sock4 = sroce_sock6;
-			goto err;
-		}
-	}
-	return 0;
-err:
-	pr_err("cannot bind UDP port %d (%ld); is rdma_rxe loaded?\n",
-	       SROCE_UDP_PORT, PTR_ERR(sroce_sock4));
-	return PTR_ERR(sroce_sock4);
+	return register_pernet_subsys(&sroce_net_ops);
 }
 
 void sroce_net_exit(void)
 {
-	if (sroce_sock6)
-		udp_tunnel_sock_release(sroce_sock6);
-	udp_tunnel_sock_release(sroce_sock4);
+	unregister_pernet_subsys(&sroce_net_ops);
 }
 
 /*
@@ -320,9 +435,12 @@ static void sroce_push_udp(struct sk_buff *skb, u16 sport)
 	udph->check = 0;
 }
 
-/* @wire: the packet leaves the host (looped back, it needs no IP ID) */
-static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
-			   bool wire)
+/*
+ * @net: the namespace it is sent in
+ * @wire: the packet leaves the host (looped back, it needs no IP ID)
+ */
+static void sroce_push_ip4(struct net *net, struct sk_buff *skb,
+			   const struct sroce_av *av, bool wire)
 {
 	struct iphdr *iph;
 
@@ -339,7 +457,7 @@ static void sroce_push_ip4(struct sk_buff *skb, const struct sroce_av *av,
 	memcpy(&iph->saddr, &av->sgid.raw[12], sizeof(iph->saddr));
 	memcpy(&iph->daddr, &av->dgid.raw[12], sizeof(iph->daddr));
 	if (wire)
-		__ip_select_ident(&init_net, iph, 1);
+		__ip_select_ident(net, iph, 1);
 	else
 		iph->id = 0;
 	ip_send_check(iph);
@@ -363,7 +481,7 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
 static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 		       struct sk_buff *skb)
 {
-	struct net *net = dev_net(sdev->ndev);
+	struct net *net = sdev->sn->net;
 	struct dst_entry *dst;
 
 	if (av->net_type == RDMA_NETWORK_IPV4) {
@@ -386,7 +504,7 @@ static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 
 		memcpy(&fl6.saddr, av->sgid.raw, sizeof(fl6.saddr));
 		memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
-		dst = ipv6_stub->ipv6_dst_lookup_flow(net, sroce_sock6->sk,
+		dst = ipv6_stub->ipv6_dst_lookup_flow(net, sdev->sn->sock6->sk,
 						      &fl6, NULL);
 		if (IS_ERR(dst))
 			return PTR_ERR(dst);
@@ -421,7 +539,7 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	sroce_count_add(sdev, SROCE_CNT_SENT_BYTES, SROCE_PKT(skb)->paylen);
 	sroce_push_udp(skb, sport);
 	if (av->net_type == RDMA_NETWORK_IPV4)
-		sroce_push_ip4(skb, av, !loopback);
+		sroce_push_ip4(sdev->sn->net, skb, av, !loopback);
 	else
 		sroce_push_ip6(skb, av);
 	if (loopback) {
@@ -457,9 +575,9 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		return err;
 	}
 	if (av->net_type == RDMA_NETWORK_IPV4)
-		err = ip_local_out(dev_net(sdev->ndev), sroce_sock4->sk, skb);
+		err = ip_local_out(sdev->sn->net, sdev->sn->sock4->sk, skb);
 	else
-		err = ip6_local_out(dev_net(sdev->ndev), sroce_sock6->sk, skb);
+		err = ip6_local_out(sdev->sn->net, sdev->sn->sock6->sk, skb);
 	if (net_xmit_eval(err)) {
 		sroce_dbg_dev(sdev, "packet to %pI6 dropped by the stack (%d)\n",
 			      av->dgid.raw, err);

@@ -63,11 +63,17 @@ enum sroce_counter {
 	SROCE_NUM_COUNTERS,
 };
 
+struct sroce_net;
+
 /**
  * struct sroce_dev - one sroce device, bound to one net_device
  * @ibdev: the ib_device; must be first (ib_alloc_device)
- * @ndev: the net_device carrying our traffic; set once at creation, the
- *        reference is held by ib_device_set_netdev() until unregistration
+ * @ndev: the net_device carrying our traffic; set once at creation and held
+ *        (@ndev_tracker) until sroce_dealloc_driver(), so that its
+ *        namespace's cleanup waits for the device to be freed
+ * @ndev_tracker: our reference on @ndev
+ * @sn: the UDP sockets of the namespace @ndev was in at creation
+ *      (sroce_net_attach()); opaque outside sroce_net.c
  * @list: entry in the driver's device list, protected by sroce_dev_lock
  * @port_state: last port state reported to ib_core, protected by @state_lock
  * @state_lock: serialises port state changes and their async events
@@ -96,6 +102,8 @@ enum sroce_counter {
 struct sroce_dev {
 	struct ib_device ibdev;
 	struct net_device *ndev;
+	netdevice_tracker ndev_tracker;
+	struct sroce_net *sn;
 	struct list_head list;
 
 	struct mutex state_lock; /* protects port_state */
