@@ -171,6 +171,19 @@ pair_suite() { # NAME KIND_B SCRIPT...
 
 # --- 3. The one-VM suite -----------------------------------------------
 
+# vm_verdict NAME OUT RC: a VM's own verdict (vm.sh's status RC: no report
+# in its kernel log, no hang) as one test; fails when the VM failed.
+vm_verdict() {
+	if [ "$3" = 0 ]; then
+		echo "ok   $1: kernel log clean, guest finished"
+		pass=$((pass + 1))
+	else
+		echo "FAIL $1: see $2/console.log and $2/dmesg"
+		failn=$((failn + 1))
+		return 1
+	fi
+}
+
 # vm_suite [CASE...]: one VM runs the cases (scripts/guest/guest-check.sh);
 # their "N passed, N failed" and the VM's own verdict (no report in the
 # kernel log, no hang) join the totals.
@@ -193,14 +206,9 @@ vm_suite() { # [CASE ...]; KVER is the kernel the VM boots
 		2>/dev/null | tail -n 1)
 	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
 	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
-	if [ $vmrc = 0 ]; then
-		echo "ok   vm$tag: kernel log clean, guest finished"
-		pass=$((pass + 1))
-	else
-		echo "FAIL vm$tag: see $out/console.log and $out/dmesg"
-		failn=$((failn + 1))
+	vm_verdict "vm$tag" "$out" $vmrc || {
 		[ -n "$summary" ] || failn=$((failn + 1))
-	fi
+	}
 }
 
 # --- 4. The packages ---------------------------------------------------
@@ -232,13 +240,7 @@ pkg_suite() {
 		count_lines "$log"
 		grep -qE '^[0-9]+ passed, [0-9]+ failed' "$out/output" 2>/dev/null ||
 			{ echo "FAIL pkg: the guest did not finish"; failn=$((failn + 1)); }
-		if [ $vmrc = 0 ]; then
-			echo "ok   vm (packages): kernel log clean, guest finished"
-			pass=$((pass + 1))
-		else
-			echo "FAIL vm (packages): see $out/console.log and $out/dmesg"
-			failn=$((failn + 1))
-		fi
+		vm_verdict "vm (packages)" "$out" $vmrc
 	fi
 	scripts/host/deb-check.sh purge "$d" > "$log" 2>&1
 	cat "$log"; count_lines "$log"
