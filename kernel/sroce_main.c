@@ -20,6 +20,7 @@
 #include <linux/if_vlan.h>
 #include <linux/module.h>
 #include <linux/rtnetlink.h>
+#include <linux/slab.h>
 #include <net/addrconf.h>
 #include <rdma/rdma_netlink.h>
 
@@ -159,7 +160,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
-	sroce_xa_init(&sdev->mem_xa, XA_FLAGS_ALLOC1, &sroce_mem_xa_key);
+	sroce_xa_init(&sdev->mem_xa, XA_FLAGS_ALLOC, &sroce_mem_xa_key);
 	sroce_xa_init(&sdev->qp_xa, XA_FLAGS_ALLOC, &sroce_qp_xa_key);
 	sroce_xa_init(&sdev->srq_xa, XA_FLAGS_ALLOC, &sroce_srq_xa_key);
 	sroce_xa_init(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ,
@@ -218,6 +219,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	mutex_destroy(&sdev->state_lock);
 	WARN_ON(!xa_empty(&sdev->mem_xa));
 	xa_destroy(&sdev->mem_xa);
+	kvfree(sdev->key_perm);
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
 	WARN_ON(!xa_empty(&sdev->srq_xa));

@@ -112,31 +112,144 @@ struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 	return map;
 }
 
+/*
+ * The permutation of key indices: a 4-round Feistel network over the two
+ * 12-bit halves of a 24-bit value, whose round functions are tables of
+ * random numbers drawn when the device is created. With random round
+ * functions, 4 rounds make a permutation that cannot be told from a random
+ * one by anyone who sees keys but not the tables (Luby and Rackoff), and
+ * a key is mapped back to its slot with 4 table reads.
+ */
+#define SROCE_KEY_HALF_BITS	(SROCE_KEY_INDEX_BITS / 2)
+#define SROCE_KEY_HALF_MASK	((1U << SROCE_KEY_HALF_BITS) - 1)
+#define SROCE_KEY_ROUNDS	4
+
+struct sroce_key_perm {
+	u16 round[SROCE_KEY_ROUNDS][1 << SROCE_KEY_HALF_BITS];
+};
+
+/**
+ * sroce_key_perm_init - draw the device's key permutation
+ * @sdev: the device, before any key is handed out
+ *
+ * Return: 0 or -ENOMEM. sroce_dealloc_driver() frees it.
+ */
+int sroce_key_perm_init(struct sroce_dev *sdev)
+{
+	sdev->key_perm = kvmalloc(sizeof(*sdev->key_perm), GFP_KERNEL);
+	if (!sdev->key_perm)
+		return -ENOMEM;
+	get_random_bytes(sdev->key_perm, sizeof(*sdev->key_perm));
+	return 0;
+}
+
+static u32 sroce_key_permute(const struct sroce_key_perm *perm, u32 x)
+{
+	u32 l = x >> SROCE_KEY_HALF_BITS, r = x & SROCE_KEY_HALF_MASK, t;
+	int i;
+
+	for (i = 0; i < SROCE_KEY_ROUNDS; i++) {
+		t = l ^ (perm->round[i][r] & SROCE_KEY_HALF_MASK);
+		l = r;
+		r = t;
+	}
+	return l << SROCE_KEY_HALF_BITS | r;
+}
+
+static u32 sroce_key_unpermute(const struct sroce_key_perm *perm, u32 y)
+{
+	u32 l = y >> SROCE_KEY_HALF_BITS, r = y & SROCE_KEY_HALF_MASK, t;
+	int i;
+
+	for (i = SROCE_KEY_ROUNDS - 1; i >= 0; i--) {
+		t = r ^ (perm->round[i][l] & SROCE_KEY_HALF_MASK);
+		r = l;
+		l = t;
+	}
+	return l << SROCE_KEY_HALF_BITS | r;
+}
+
+/**
+ * sroce_key_slot - the memory table slot a key names
+ * @sdev: the device
+ * @key: any 32-bit key
+ *
+ * Return: the slot of sdev->mem_xa where an entry with @key would be. The
+ * entry there, if any, has @key only if its key is equal (sroce_mem_find()
+ * finds entries of the same index, whatever their tag).
+ */
+u32 sroce_key_slot(const struct sroce_dev *sdev, u32 key)
+{
+	return sroce_key_unpermute(sdev->key_perm, sroce_key_index(key)) &
+	       SROCE_KEY_SLOT_MAX;
+}
+
 /**
  * sroce_mem_add_key - put a memory table entry in the table, with a new key
  * @sdev: the device
  * @mem: an MR's or a window's entry, not in the table yet, whose key is 0
  *
- * The entry gets a free index of sdev->mem_xa, allocated cyclically so
- * that an index is not handed out again right after it is freed (a stale
- * key then finds nothing, or an entry whose tag most likely differs), and
- * the key made of that index and a random 8-bit tag. Lookups may find the
- * entry from the moment it is stored, but no key matches it until its key
- * is set (index 0, the only one a key of 0 names, is never allocated).
- * Return: 0, or -EBUSY when every index is in use, or -ENOMEM.
+ * The entry gets a free slot of sdev->mem_xa, allocated cyclically so that
+ * a slot is not handed out again right after it is freed, and a key whose
+ * index is the permuted slot and generation (see SROCE_KEY_TAG_BITS) and
+ * whose tag is random. The slot is reserved first and the entry stored
+ * once its key is set, so a lookup never sees an entry without its key.
+ * No key is 0 (a key some consumers leave unset).
+ * Return: 0, or -EBUSY when every slot is in use, or -ENOMEM.
  */
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
 {
-	u32 index;
+	u32 slot, gen, key;
 	int err;
 
-	err = xa_alloc_cyclic(&sdev->mem_xa, &index, mem,
-			      XA_LIMIT(1, SROCE_KEY_INDEX_MAX),
-			      &sdev->mem_next, GFP_KERNEL);
+	xa_lock(&sdev->mem_xa);
+	err = __xa_alloc_cyclic(&sdev->mem_xa, &slot, NULL,
+				XA_LIMIT(0, SROCE_KEY_SLOT_MAX),
+				&sdev->mem_next, GFP_KERNEL);
+	if (err == 1)
+		sdev->mem_gen++;
+	gen = sdev->mem_gen & SROCE_KEY_GEN_MASK;
+	xa_unlock(&sdev->mem_xa);
 	if (err < 0)
 		return err;
-	WRITE_ONCE(mem->key, index << SROCE_KEY_TAG_BITS | get_random_u8());
+
+	do {
+		key = sroce_key_permute(sdev->key_perm,
+					gen << SROCE_KEY_SLOT_BITS | slot) <<
+		      SROCE_KEY_TAG_BITS | get_random_u8();
+	} while (!key);
+	WRITE_ONCE(mem->key, key);
+	/* The slot is reserved: storing there allocates nothing. */
+	xa_store(&sdev->mem_xa, slot, mem, GFP_KERNEL);
 	return 0;
+}
+
+/**
+ * sroce_mem_find - the memory table entry with a key's index
+ * @sdev: the device
+ * @key: the key
+ *
+ * Under rcu_read_lock() or the owner's lock. The caller compares the
+ * entry's key with @key: the tag may differ.
+ * Return: the entry, or NULL.
+ */
+struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key)
+{
+	struct sroce_mem *mem = xa_load(&sdev->mem_xa, sroce_key_slot(sdev, key));
+
+	if (mem && sroce_key_index(READ_ONCE(mem->key)) != sroce_key_index(key))
+		return NULL;
+	return mem;
+}
+
+/**
+ * sroce_mem_del - take an entry out of the memory table, freeing its slot
+ * @sdev: the device
+ * @mem: an entry sroce_mem_add_key() stored
+ */
+void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem)
+{
+	xa_erase(&sdev->mem_xa, sroce_key_slot(sdev, mem->key));
 }
 
 /*
@@ -156,21 +269,35 @@ static bool sroce_mem_reachable(struct sroce_mem *mem, u32 qpn)
 	return qpn && (!bound || bound == qpn);
 }
 
-/* Trace an access sroce_mem_get() refuses with @err (a debug line). */
+/*
+ * Count (remote accesses) and trace (a debug line) an access sroce_mem_get()
+ * refuses with @err; -ESTALE is a key whose index names an entry of
+ * another tag.
+ */
 static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
 			      u64 va, u64 len, int access, int err)
 {
-	const char *why = err == -ENOENT ? "no valid MR or window has it" :
-			  err == -EPERM ? "another PD's" :
-			  err == -EACCES ? "access not granted" :
-					   "out of range";
+	static const struct {
+		enum sroce_counter counter;
+		const char *why;
+	} refusals[] = {
+		{ SROCE_CNT_RKEY_INVALID, "no valid MR or window has it" },
+		{ SROCE_CNT_RKEY_STALE_TAG, "stale tag" },
+		{ SROCE_CNT_RKEY_ACCESS, "another PD's" },
+		{ SROCE_CNT_RKEY_ACCESS, "access not granted" },
+		{ SROCE_CNT_RKEY_RANGE, "out of range" },
+	};
+	unsigned int r = err == -ENOENT ? 0 : err == -ESTALE ? 1 :
+			 err == -EPERM ? 2 : err == -EACCES ? 3 : 4;
 
-	if (qpn)
+	if (qpn) {
+		sroce_count(sdev, refusals[r].counter);
 		sroce_dbg_dev(sdev, "qp#%u: rkey %#x refused (access %#x, %#llx+%#llx): %s\n",
-			      qpn, key, access, va, len, why);
-	else
+			      qpn, key, access, va, len, refusals[r].why);
+	} else {
 		sroce_dbg_dev(sdev, "lkey %#x refused (access %#x, %#llx+%#llx): %s\n",
-			      key, access, va, len, why);
+			      key, access, va, len, refusals[r].why);
+	}
 }
 
 /**
@@ -196,6 +323,7 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	struct sroce_map *map = NULL;
 	struct sroce_mem *mem;
 	u64 last, map_last;
+	bool stale;
 	int err;
 
 	/*
@@ -205,7 +333,7 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	 * asked, over every byte accessed.
 	 */
 	rcu_read_lock();
-	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mem = sroce_mem_find(sdev, key);
 	/* acquire: pairs with the release that made a registration valid */
 	if (mem && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
 	    READ_ONCE(mem->key) == key && sroce_mem_reachable(mem, qpn)) {
@@ -226,8 +354,10 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 			goto err_put;
 		}
 	}
+	/* Whether it is a stale tag: counted apart, seen as any other key */
+	stale = !map && mem && READ_ONCE(mem->key) != key;
 	rcu_read_unlock();
-	err = -ENOENT;
+	err = stale ? -ESTALE : -ENOENT;
 	if (!map)
 		goto err;
 
@@ -258,7 +388,26 @@ err_put:
 	sroce_map_put(map);
 err:
 	sroce_mem_refused(sdev, qpn, key, va, len, access, err);
-	return ERR_PTR(err);
+	return ERR_PTR(err == -ESTALE ? -ENOENT : err);
+}
+
+/**
+ * sroce_map_fault_ahead - make present, at once, what a message will reach
+ * @map: a map from sroce_mem_get() whose range covers [va, va + len)
+ * @va: the message's first byte
+ * @len: its bytes
+ * @write: the message writes
+ *
+ * For an ODP map, fault in the pages of the first 2 MiB of a message that
+ * is about to be copied packet by packet, with one fault instead of one
+ * per page; anything else needs nothing. Only a hint: what cannot be had
+ * now is faulted (or refused) by the copies as usual. May sleep.
+ */
+void sroce_map_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			   bool write)
+{
+	if (map->type == SROCE_MAP_USER && map->pin->odp && len)
+		sroce_odp_fault_ahead(map, va, len, write);
 }
 
 /* A fast registration's pages are kernel memory, page_size each. */

@@ -17,6 +17,8 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
+#include "sroce_param.h"
+
 struct sroce_dev;
 
 /*
@@ -33,9 +35,23 @@ struct sroce_dev;
 #define SROCE_ODP 0
 #endif
 
-/* Keys: a 24-bit index into the device's memory table, then an 8-bit tag. */
+/*
+ * Keys: a 24-bit index, then an 8-bit tag (random, or for a window the
+ * consumer's, ibv_inc_rkey()). The index is not a table position a peer
+ * could count through: it is a keyed permutation (sroce_key_perm) of the
+ * entry's slot in the memory table and of a generation that grows each
+ * time the slots wrap around (sroce_mem_add_key()). So all 32 bits of a
+ * key are unpredictable, two keys tell nothing of each other, and a freed
+ * key's index comes back only after the slots have gone round 8 times
+ * (2^24 registrations when few are held), with the same tag once in 256.
+ */
 #define SROCE_KEY_TAG_BITS	8
-#define SROCE_KEY_INDEX_MAX	((1U << (32 - SROCE_KEY_TAG_BITS)) - 1)
+#define SROCE_KEY_INDEX_BITS	(32 - SROCE_KEY_TAG_BITS)
+#define SROCE_KEY_SLOT_BITS	21
+#define SROCE_KEY_SLOT_MAX	((1U << SROCE_KEY_SLOT_BITS) - 1)
+#define SROCE_KEY_GEN_MASK	((1U << (SROCE_KEY_INDEX_BITS - \
+					 SROCE_KEY_SLOT_BITS)) - 1)
+static_assert(SROCE_MAX_MR + SROCE_MAX_MW <= SROCE_KEY_SLOT_MAX + 1);
 
 static inline u32 sroce_key_index(u32 key)
 {
@@ -80,6 +96,14 @@ static inline u32 sroce_key_index(u32 key)
  * @offset: the range's offset within its first page
  * @npages: entries of @pages
  * @pages: every page of the range, in order
+ * @faults: ODP: pages the data path faulted in (an access found its page
+ *          missing, or not writable for a write)
+ * @invalidated: ODP: mapped pages the MMU notifier took away
+ * @prefetched: ODP: pages ibv_advise_mr() made present (those already
+ *              present included)
+ *
+ * The ODP counts are of this pin: a re-registration with a new translation
+ * starts them anew ("rdma resource show mr", sroce_fill_res_mr_entry()).
  */
 struct sroce_pin {
 	struct kref ref;
@@ -94,6 +118,9 @@ struct sroce_pin {
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;
+	atomic64_t faults;
+	atomic64_t invalidated;
+	atomic64_t prefetched;
 };
 
 /* Pages a fast-registration MR may map (max_fast_reg_page_list_len). */
@@ -198,6 +225,7 @@ struct sroce_mem {
  * @fast_offset: the mapped list's offset into its first page
  * @num_mw: windows bound to it (it cannot be deregistered or re-registered
  *          while there are any)
+ * @nrereg: successful re-registrations, under @lock
  */
 struct sroce_mr {
 	struct ib_mr ibmr;
@@ -210,6 +238,7 @@ struct sroce_mr {
 	u32 fast_max;
 	unsigned int fast_offset;
 	atomic_t num_mw;
+	unsigned int nrereg;
 };
 
 /**
@@ -246,7 +275,11 @@ static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 }
 
 /* sroce_mem.c */
+int sroce_key_perm_init(struct sroce_dev *sdev);
+u32 sroce_key_slot(const struct sroce_dev *sdev, u32 key);
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
+struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
+void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);
@@ -270,6 +303,7 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 lkey, u64 addr, u64 length,
 				    struct sroce_mr **mrp);
 void sroce_pin_put(struct sroce_pin *pin);
+int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* sroce_mw.c */
 int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
@@ -286,6 +320,9 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
+u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
+void sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			   bool write);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -316,6 +353,16 @@ static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
 				 u64 len, bool to_mem)
 {
 	return -EOPNOTSUPP;
+}
+
+static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
+{
+	return 0;
+}
+
+static inline void sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
+					 u64 len, bool write)
+{
 }
 
 static inline int sroce_advise_mr(struct ib_pd *pd,

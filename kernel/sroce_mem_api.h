@@ -40,6 +40,8 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig);
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+void sroce_map_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			   bool write);
 
 /* sroce_mr.c: local operations of the send queue */
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,

@@ -2,12 +2,11 @@
 /*
  * sroce: memory regions.
  *
- * An MR owns one entry of the device's memory table (sdev->mem_xa), whose
- * index is the upper 24 bits of its key; the lower 8 bits are random per
- * registration (a fast-registration MR takes the consumer's at each
- * IB_WR_REG_MR). Indices are allocated cyclically, so a key's index is not
- * handed out again right after deregistration, and a stale key from a
- * previous owner finds either nothing or an object whose tag differs.
+ * An MR owns one entry of the device's memory table (sdev->mem_xa), found
+ * by the upper 24 bits of its key, a keyed permutation of its slot
+ * (sroce_mem_add_key()); the lower 8 bits are random per registration (a
+ * fast-registration MR takes the consumer's at each IB_WR_REG_MR). A stale
+ * key from a previous owner finds nothing for 2^24 registrations.
  *
  * What a key grants (PD, access, range) and the translation to pages are
  * one immutable struct sroce_map, published by RCU. Re-registration builds
@@ -15,10 +14,11 @@
  * new one, and the old pages stay pinned until the last request using them
  * is done.
  */
-#include <rdma/ib_umem_odp.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
+#include <rdma/ib_umem_odp.h>
+#include <rdma/rdma_netlink.h>
 
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
@@ -408,7 +408,7 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	int err = -EINVAL;
 
 	rcu_read_lock();
-	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mem = sroce_mem_find(sdev, key);
 	if (mem && mem->kind == SROCE_MEM_MW) {
 		rcu_read_unlock();
 		return sroce_mw_invalidate(sdev, pd, qpn, key);
@@ -517,10 +517,68 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	}
 	map->key = mr->mem.key;
 	sroce_mr_publish(mr, map);
+	mr->nrereg++;
 	err = 0;
 out:
 	mutex_unlock(&mr->lock);
 	return err ? ERR_PTR(err) : NULL;
+}
+
+/**
+ * sroce_fill_res_mr_entry - what "rdma resource show mr" adds for an MR
+ * @msg: the netlink message
+ * @ibmr: the MR
+ *
+ * Driver attributes (shown with -dd): odp (no, explicit or implicit);
+ * for user memory pages_mapped (pinned pages, or ODP pages present now);
+ * for ODP page_faults, pages_invalidated and pages_prefetched (of the
+ * current translation: see struct sroce_pin); rereg (successful
+ * re-registrations) and windows (bound now).
+ * Return: 0, or -EMSGSIZE when @msg is full.
+ */
+int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
+{
+	struct sroce_mr *mr = to_smr(ibmr);
+	struct sroce_map *map;
+	struct sroce_pin *pin;
+	struct nlattr *table;
+	const char *odp;
+	int err = -EMSGSIZE;
+
+	/* Driver attributes are a table of their own (rdma -dd prints it). */
+	table = nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	mutex_lock(&mr->lock);
+	map = sroce_mr_map(mr);
+	pin = map && map->type == SROCE_MAP_USER ? map->pin : NULL;
+	odp = !pin || !pin->odp ? "no" : pin->implicit ? "implicit" :
+						   "explicit";
+	if (rdma_nl_put_driver_string(msg, "odp", odp))
+		goto out;
+	if (pin && rdma_nl_put_driver_u64(msg, "pages_mapped", pin->odp ?
+					  sroce_odp_pages_mapped(pin) :
+					  pin->npages))
+		goto out;
+	if (pin && pin->odp &&
+	    (rdma_nl_put_driver_u64(msg, "page_faults",
+				    atomic64_read(&pin->faults)) ||
+	     rdma_nl_put_driver_u64(msg, "pages_invalidated",
+				    atomic64_read(&pin->invalidated)) ||
+	     rdma_nl_put_driver_u64(msg, "pages_prefetched",
+				    atomic64_read(&pin->prefetched))))
+		goto out;
+	if (rdma_nl_put_driver_u32(msg, "rereg", mr->nrereg) ||
+	    rdma_nl_put_driver_u32(msg, "windows", atomic_read(&mr->num_mw)))
+		goto out;
+	err = 0;
+out:
+	mutex_unlock(&mr->lock);
+	if (err)
+		nla_nest_cancel(msg, table);
+	else
+		nla_nest_end(msg, table);
+	return err;
 }
 
 /*
@@ -555,7 +613,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return -EBUSY;
 	}
 
-	xa_erase(&mr->sdev->mem_xa, sroce_key_index(ibmr->lkey));
+	sroce_mem_del(mr->sdev, &mr->mem);
 	WRITE_ONCE(mr->mem.state, SROCE_MEM_FREE);
 	/* The state is seen before the users are counted: see sroce_mem_get() */
 	smp_mb();
@@ -605,7 +663,7 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	if (IS_ERR(map))
 		return ERR_PTR(-EINVAL);
 	rcu_read_lock();
-	mem = xa_load(&sdev->mem_xa, sroce_key_index(lkey));
+	mem = sroce_mem_find(sdev, lkey);
 	if (map->type == SROCE_MAP_USER && mem && mem->kind == SROCE_MEM_MR) {
 		mr = container_of(mem, struct sroce_mr, mem);
 		/* Negative once dereg has begun. */

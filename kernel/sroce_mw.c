@@ -88,7 +88,7 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
 	struct sroce_mw_ent *ent = to_smw(ibmw)->ent;
 	struct sroce_map *old;
 
-	xa_erase(&sdev->mem_xa, sroce_key_index(ent->mem.key));
+	sroce_mem_del(sdev, &ent->mem);
 	spin_lock_bh(&ent->lock);
 	old = sroce_mw_unbind(ent);
 	WRITE_ONCE(ent->mem.state, SROCE_MEM_FREE);
@@ -115,7 +115,7 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
  */
 static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
 {
-	struct sroce_mem *mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	struct sroce_mem *mem = sroce_mem_find(sdev, key);
 
 	if (!mem || mem->kind != SROCE_MEM_MW)
 		return NULL;

@@ -28,15 +28,26 @@ static bool sroce_odp_invalidate(struct mmu_interval_notifier *mni,
 {
 	struct ib_umem_odp *odp = container_of(mni, struct ib_umem_odp,
 					       notifier);
+	struct sroce_pin *pin;
+	int gone;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false;
 	mutex_lock(&odp->umem_mutex);
 	mmu_interval_set_seq(mni, cur_seq);
+	gone = odp->npages;
 	ib_umem_odp_unmap_dma_pages(odp, max_t(u64, ib_umem_start(odp),
 					       range->start),
 				    min_t(u64, ib_umem_end(odp), range->end));
+	gone -= odp->npages;
+	/* Set once the umem is made: none mapped before that. */
+	pin = odp->private;
 	mutex_unlock(&odp->umem_mutex);
+	if (pin && gone > 0) {
+		atomic64_add(gone, &pin->invalidated);
+		sroce_count_add(to_sdev(odp->umem.ibdev),
+				SROCE_CNT_ODP_INVALIDATED, gone);
+	}
 	return true;
 }
 
@@ -105,6 +116,7 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		pin->chunked = true;
 		xa_init(&pin->children);
 		init_rwsem(&pin->child_rwsem);
+		odp->private = pin;
 		pin->odp = odp;
 		pin->umem = &odp->umem;
 		pin->offset = offset_in_page(start);
@@ -115,6 +127,9 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		kfree(pin);
 		return ERR_CAST(odp);
 	}
+	mutex_lock(&odp->umem_mutex);
+	odp->private = pin;
+	mutex_unlock(&odp->umem_mutex);
 	pin->odp = odp;
 	pin->umem = &odp->umem;
 	pin->offset = offset_in_page(start);
@@ -203,6 +218,9 @@ static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 					&sroce_odp_ops);
 	if (IS_ERR(child))
 		return child;
+	mutex_lock(&child->umem_mutex);
+	child->private = pin;
+	mutex_unlock(&child->umem_mutex);
 	err = xa_err(xa_store(&pin->children, idx, child, GFP_KERNEL));
 	if (err) {
 		ib_umem_odp_release(child);
@@ -295,6 +313,8 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		mutex_unlock(&odp->umem_mutex);
 		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
 			goto fault;
+		atomic64_inc(&map->pin->faults);
+		sroce_count(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS);
 		dma = odp->dma_list[idx];
 		if ((dma & bits) != bits) {
 			mutex_unlock(&odp->umem_mutex);
@@ -361,6 +381,91 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	return 0;
 }
 
+/**
+ * sroce_odp_pages_mapped - pages an ODP range has present now
+ * @pin: an ODP pin
+ *
+ * Return: the pages of its umem, or of all its children, that an access
+ * could use without a fault.
+ */
+u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
+{
+	struct ib_umem_odp *child;
+	unsigned long idx;
+	u64 n = 0;
+
+	if (!pin->chunked)
+		return READ_ONCE(pin->odp->npages);
+	down_read(&pin->child_rwsem);
+	xa_for_each(&pin->children, idx, child)
+		n += READ_ONCE(child->npages);
+	up_read(&pin->child_rwsem);
+	return n;
+}
+
+/* Pages of @odp's [uva, uva + len) present with @bits; its mutex held. */
+static unsigned int sroce_odp_present(struct ib_umem_odp *odp, u64 uva,
+				      u64 len, u64 bits)
+{
+	size_t idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
+	size_t end = (uva + len - 1 - ib_umem_start(odp)) >> odp->page_shift;
+	unsigned int n = 0;
+
+	lockdep_assert_held(&odp->umem_mutex);
+	for (; idx <= end; idx++)
+		n += (odp->dma_list[idx] & bits) == bits;
+	return n;
+}
+
+/* Bytes faulted in (or looked up) per call, so no lock is held for long. */
+#define SROCE_PREFETCH_CHUNK	SZ_2M
+
+/**
+ * sroce_odp_fault_ahead - sroce_map_fault_ahead() for an ODP map
+ * @map: a map whose pin is an ODP range covering [va, va + len)
+ * @va: the first byte
+ * @len: bytes; only those up to the next 2 MiB boundary of the user
+ *       address are faulted
+ * @write: fault for writing
+ *
+ * The pages that become present count as page faults, as the copies'
+ * faults do; pages already there cost one look under the mutex.
+ */
+void sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			   bool write)
+{
+	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	unsigned int before, after, pages;
+	struct ib_umem_odp *odp;
+
+	len = min_t(u64, len, SROCE_PREFETCH_CHUNK -
+			      (uva & (SROCE_PREFETCH_CHUNK - 1)));
+	odp = sroce_odp_get_umem(map->pin, uva);
+	if (IS_ERR(odp))
+		return;
+	/* A child covers one chunk: clip to it. */
+	len = min_t(u64, len, ib_umem_end(odp) - uva);
+	pages = ((uva + len - 1) >> odp->page_shift) -
+		(uva >> odp->page_shift) + 1;
+	mutex_lock(&odp->umem_mutex);
+	before = sroce_odp_present(odp, uva, len, bits);
+	mutex_unlock(&odp->umem_mutex);
+	if (before == pages)
+		goto out;
+	if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
+		goto out;
+	after = sroce_odp_present(odp, uva, len, bits);
+	mutex_unlock(&odp->umem_mutex);
+	if (after > before) {
+		atomic64_add(after - before, &map->pin->faults);
+		sroce_count_add(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS,
+				after - before);
+	}
+out:
+	sroce_odp_put_umem(map->pin);
+}
+
 /* Does @key name a memory window (rather than an MR or nothing)? */
 static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
 {
@@ -368,14 +473,12 @@ static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
 	bool mw;
 
 	rcu_read_lock();
-	mem = xa_load(&sdev->mem_xa, sroce_key_index(key));
+	mem = sroce_mem_find(sdev, key);
 	mw = mem && mem->kind == SROCE_MEM_MW && READ_ONCE(mem->key) == key;
 	rcu_read_unlock();
 	return mw;
 }
 
-/* Bytes faulted in (or looked up) per call, so no lock is held for long. */
-#define SROCE_PREFETCH_CHUNK	SZ_2M
 
 /*
  * Make an ODP range's pages present for the engine: faulted in (for
@@ -396,8 +499,12 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		if (IS_ERR(odp))
 			return -EFAULT;
 		ret = ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault);
-		if (ret >= 0)
+		if (ret >= 0) {
 			mutex_unlock(&odp->umem_mutex);
+			atomic64_add(ret, &map->pin->prefetched);
+			sroce_count_add(to_sdev(odp->umem.ibdev),
+					SROCE_CNT_ODP_PREFETCHED, ret);
+		}
 		sroce_odp_put_umem(map->pin);
 		if (ret < 0) {
 			sroce_dbg_dev(to_sdev(map->pd->device),

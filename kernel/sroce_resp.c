@@ -412,6 +412,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			if (IS_ERR(map))
 				return SROCE_RESP_NAK_ACCESS;
 			r->map_id = sroce_map_id(map);
+			sroce_map_fault_ahead(map, r->va, len, true);
 			sroce_map_put(map);
 		}
 	}
@@ -599,6 +600,9 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 		if (IS_ERR(map))
 			return SROCE_RESP_NAK_ACCESS;
 		map_id = sroce_map_id(map);
+		if (!dup)
+			sroce_map_fault_ahead(map, be64_to_cpu(reth->va), len,
+					      false);
 		sroce_map_put(map);
 	}
 	if (!dup) {

@@ -60,6 +60,15 @@ enum sroce_counter {
 	SROCE_CNT_DROP_BAD_QKEY,	/* dropped: a UD Q_Key not the QP's */
 	SROCE_CNT_DROP_NO_RWQE,		/* dropped: UD/UC, no receive WQE */
 	SROCE_CNT_DROP_NO_MEM,		/* dropped: no memory for a copy */
+	/* Remote accesses refused, by why (each also NAKed) */
+	SROCE_CNT_RKEY_INVALID,		/* no MR or window has the key */
+	SROCE_CNT_RKEY_STALE_TAG,	/* the index of one, another tag */
+	SROCE_CNT_RKEY_ACCESS,		/* another PD's, or access not granted */
+	SROCE_CNT_RKEY_RANGE,		/* bytes outside the key's range */
+	/* ODP pages: faulted in by accesses, taken by the MMU, prefetched */
+	SROCE_CNT_ODP_FAULTS,
+	SROCE_CNT_ODP_INVALIDATED,
+	SROCE_CNT_ODP_PREFETCHED,
 	SROCE_NUM_COUNTERS,
 };
 
@@ -92,9 +101,13 @@ struct sroce_net;
  * @ah_next: next AH number to try
  * @srq_xa: XRC SRQ number -> struct sroce_srq (own xa_lock)
  * @srq_next: next XRC SRQ number to try
- * @mem_xa: the memory table: key index -> struct sroce_mem, the entry of an
- *          MR or a window (own xa_lock)
- * @mem_next: next index to try, so that indices are used round-robin
+ * @mem_xa: the memory table: slot (sroce_key_slot()) -> struct sroce_mem,
+ *          the entry of an MR or a window (own xa_lock)
+ * @mem_next: next slot to try, so that slots are used round-robin
+ * @mem_gen: how many times the slots have wrapped around (under the
+ *           xa_lock of @mem_xa): the high bits of the next keys' indices
+ * @key_perm: the permutation from slot and generation to key index, drawn
+ *            at random for this device (sroce_key_perm_init())
  * @counters: the device's statistics, indexed by enum sroce_counter: added
  *            to atomically from any context (sroce_count()), read by
  *            ops.get_hw_stats ("rdma statistic")
@@ -115,6 +128,8 @@ struct sroce_dev {
 	atomic_t num_mw;
 	struct xarray mem_xa;
 	u32 mem_next;
+	u32 mem_gen;
+	struct sroce_key_perm *key_perm;
 	atomic_t num_qp;
 	struct xarray qp_xa;
 	atomic_t num_ah;

@@ -1,6 +1,7 @@
 # rdma statistic: the port counters tell the truth. Traffic moves the packet
 # and byte counters; an RDMA WRITE with a bad rkey counts a remote access
-# NAK sent (responder) and received (requester); a peer that never answers
+# NAK sent (responder) and received (requester), and the refused key
+# (rkey_invalid or rkey_stale_tag); a peer that never answers
 # counts transport timeouts and the retry-exceeded error; a missing receive
 # with rnr_retry 0 counts an RNR NAK each way.
 . "$(dirname "$0")/../lib.sh"
@@ -11,7 +12,9 @@ stat() { # NAME: the counter's value
 }
 for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes nak_rem_access_sent \
 	nak_rem_access_rcvd local_ack_timeout retry_exceeded_err \
-	rnr_nak_sent rnr_nak_rcvd drop_icrc_err drop_no_qp; do
+	rnr_nak_sent rnr_nak_rcvd drop_icrc_err drop_no_qp rkey_invalid \
+	rkey_stale_tag rkey_access_refused rkey_out_of_range odp_page_faults \
+	odp_pages_invalidated odp_pages_prefetched; do
 	[ -n "$(stat $c)" ] || fail "no counter $c: $(rdma statistic show link sroce0/1)"
 done
 p0=$(stat sent_pkts) b0=$(stat rcvd_bytes)
@@ -22,8 +25,11 @@ p1=$(stat sent_pkts) b1=$(stat rcvd_bytes)
 [ $((p1 - p0)) -ge 300 ] || fail "sent_pkts grew by $((p1 - p0))"
 
 a0=$(stat nak_rem_access_sent) r0=$(stat nak_rem_access_rcvd)
+k0=$(($(stat rkey_invalid) + $(stat rkey_stale_tag)))
 xfer_all sroce0 rc 1024 err_rkey
 [ $(($(stat nak_rem_access_sent) - a0)) -ge 1 ] || fail "no access NAK sent"
+[ $(($(stat rkey_invalid) + $(stat rkey_stale_tag) - k0)) -ge 1 ] ||
+	fail "a bad rkey counted neither rkey_invalid nor rkey_stale_tag"
 [ $(($(stat nak_rem_access_rcvd) - r0)) -ge 1 ] || fail "no access NAK received"
 
 t0=$(stat local_ack_timeout) e0=$(stat retry_exceeded_err)

@@ -7,7 +7,16 @@
 # PREFETCH_NO_FAULT (nothing faulted), with and without FLUSH, and each
 # error code of the man page. Implicit ODP: WRITE, READ, SEND and prefetch
 # through one key for the whole address space, into memory mapped after it.
+# res_mr: "rdma resource show mr -j -dd" shows each MR's ODP kind, pages
+# mapped, faults, invalidations, prefetched pages, re-registrations and
+# windows, checked against known traffic, with the device's odp_* counters.
+# ODP as the target of type 1 and type 2 window binds; READ and atomics at
+# unmapped ODP memory (remote access error, nothing lands); RDMA Atomic
+# Write into ODP memory; SEND and WRITE with immediate into ODP receive
+# buffers and memory, on RC and UC.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-xfer_all sroce0 rc 1024 odp advise
+xfer_all sroce0 rc 1024 odp advise res_mr odp_more odp_atomic_write \
+	odp_write_recv
+xfer_all sroce0 uc 1024 odp_write_recv
 xfer_all sroce0 rc 4096 odp

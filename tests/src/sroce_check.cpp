@@ -110,6 +110,40 @@ int cmd_attrs(const char *dev)
 	      "PORT_ACTIVE_EVENT not advertised (flags 0x%x)",
 	      a.device_cap_flags);
 
+	// On-demand paging: exactly what a test proves (a kernel without
+	// ODP: nothing). RC: tests/cases/mr_odp.sh and rdma-core's test_odp
+	// (SRQ); UC: odp_write_recv; UD: test_odp_ud_traffic; XRC:
+	// test_odp_xrc_traffic.
+	const ibv_odp_caps &o = ax.odp_caps;
+	if (o.general_caps & IBV_ODP_SUPPORT) {
+		CHECK(o.general_caps == (IBV_ODP_SUPPORT |
+					 IBV_ODP_SUPPORT_IMPLICIT),
+		      "odp general_caps 0x%llx",
+		      (unsigned long long)o.general_caps);
+		const uint32_t sr = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
+		const uint32_t rc = sr | IBV_ODP_SUPPORT_WRITE |
+				    IBV_ODP_SUPPORT_READ |
+				    IBV_ODP_SUPPORT_ATOMIC |
+				    IBV_ODP_SUPPORT_SRQ_RECV;
+		const uint32_t xrc = IBV_ODP_SUPPORT_SEND |
+				     IBV_ODP_SUPPORT_SRQ_RECV;
+		CHECK(o.per_transport_caps.rc_odp_caps == rc,
+		      "rc_odp_caps 0x%x", o.per_transport_caps.rc_odp_caps);
+		CHECK(o.per_transport_caps.uc_odp_caps ==
+			      (sr | IBV_ODP_SUPPORT_WRITE),
+		      "uc_odp_caps 0x%x", o.per_transport_caps.uc_odp_caps);
+		CHECK(o.per_transport_caps.ud_odp_caps == sr,
+		      "ud_odp_caps 0x%x", o.per_transport_caps.ud_odp_caps);
+		CHECK(ax.xrc_odp_caps == xrc, "xrc_odp_caps 0x%x",
+		      ax.xrc_odp_caps);
+	} else {
+		CHECK(!o.general_caps && !o.per_transport_caps.rc_odp_caps &&
+			      !o.per_transport_caps.uc_odp_caps &&
+			      !o.per_transport_caps.ud_odp_caps &&
+			      !ax.xrc_odp_caps,
+		      "ODP capabilities without IBV_ODP_SUPPORT");
+	}
+
 	ibv_port_attr p{};
 	ret = ibv_query_port(ctx.get(), 1, &p);
 	CHECK(ret == 0, "ibv_query_port(1) returned %d", ret);

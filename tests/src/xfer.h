@@ -290,6 +290,22 @@ inline ibv_wc_status write_to(Pair &p, uint64_t raddr, uint32_t rkey,
 	return wc.status;
 }
 
+// Post, on b's QP, the bind of type 2 window @mw with key @key to
+// [addr, addr + len) of @mr (signaled, as @id).
+inline int post_bind_mw(Pair &p, ibv_mw *mw, uint32_t key, ibv_mr *mr,
+			uint64_t addr, size_t len, unsigned access,
+			uint64_t id)
+{
+	ibv_send_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = key;
+	wr.bind_mw.bind_info = { mr, addr, len, access };
+	return ibv_post_send(p.b.qp, &wr, &bad);
+}
+
 // After a failed WR both QPs are in error: back to RTS, as applications do.
 inline void restate(Pair &p)
 {

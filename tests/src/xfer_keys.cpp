@@ -1,11 +1,123 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 //
-// sroce-xfer tests of key hardening: a stale rkey reaches nothing, an MR at
-// the top of the iova space does not wrap, a 1 GiB MR carries traffic.
+// sroce-xfer tests of key hardening: keys cannot be guessed from other
+// keys, a stale rkey reaches nothing, an MR at the top of the iova space does
+// not wrap, a 1 GiB MR carries traffic.
 #include "xfer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
 
 namespace xfer {
 namespace {
+
+// Fraction, in percent, of @n events counted @k times.
+double percent(size_t k, size_t n)
+{
+	return n ? 100.0 * double(k) / double(n) : 0;
+}
+
+// What a sequence of keys tells about the next one: nothing. No key twice,
+// each of the 32 bits set about half the time, each index bit flipping
+// between consecutive keys about half the time (a counter flips its low bit
+// every time and its high bits never), and no difference between
+// consecutive keys repeating more than chance allows (one in 2^24 per
+// pair of differences). Bounds are 10 standard deviations wide.
+void check_random_keys(const std::vector<uint32_t> &keys, const char *what)
+{
+	const size_t n = keys.size();
+	const double spread = 10 * 50 / std::sqrt(double(n));
+	std::set<uint32_t> seen;
+	size_t dup = 0;
+	for (uint32_t k : keys)
+		dup += !seen.insert(k).second;
+	CHECK(dup == 0, "%s: %zu of %zu keys handed out twice", what, dup, n);
+	CHECK(std::find(keys.begin(), keys.end(), 0u) == keys.end(),
+	      "%s: a key of 0", what);
+	for (int bit = 0; bit < 32; bit++) {
+		size_t set = 0, flips = 0;
+		for (size_t i = 0; i < n; i++) {
+			set += keys[i] >> bit & 1;
+			if (i)
+				flips += (keys[i] ^ keys[i - 1]) >> bit & 1;
+		}
+		double f = percent(set, n);
+		CHECK(std::abs(f - 50) <= spread,
+		      "%s: key bit %d set in %.1f%% of %zu keys", what, bit, f,
+		      n);
+		f = percent(flips, n - 1);
+		CHECK(bit < 8 || std::abs(f - 50) <= spread,
+		      "%s: index bit %d flips in %.1f%% of consecutive keys",
+		      what, bit - 8, f);
+	}
+	std::map<uint32_t, size_t> deltas;
+	size_t repeats = 0;
+	for (size_t i = 1; i < n; i++)
+		repeats += deltas[(keys[i] >> 8) - (keys[i - 1] >> 8)]++ > 0;
+	// Expected n^2 / 2^25 (about 3 for 10^4 keys).
+	size_t bound = 20 + n * n / (size_t(1) << 22);
+	CHECK(repeats <= bound,
+	      "%s: %zu index differences of consecutive keys repeat (at most "
+	      "%zu by chance)", what, repeats, bound);
+}
+
+// Keys are unpredictable: 10^4 registrations (each deregistered before the
+// next, as churn does) and 2,000 windows get keys with no relation between
+// them; lkey == rkey. Keys of deregistered MRs, written through at the
+// memory registered again, are refused and write nothing.
+void t_keys_unpredictable(Pair &p)
+{
+	uint8_t *mem = &p.b.buf[8192];
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	std::vector<uint32_t> keys;
+	for (int i = 0; i < 10000; i++) {
+		ibv_mr *mr = ibv_reg_mr(p.b.pd, mem, 4096, access);
+		CHECK(mr, "reg #%d: %s", i, strerror(errno));
+		if (!mr)
+			return;
+		CHECK(mr->lkey == mr->rkey, "lkey 0x%x, rkey 0x%x", mr->lkey,
+		      mr->rkey);
+		keys.push_back(mr->rkey);
+		CHECK(ibv_dereg_mr(mr) == 0, "dereg #%d", i);
+	}
+	check_random_keys(keys, "MRs");
+
+	std::vector<ibv_mw *> mws;
+	std::vector<uint32_t> mw_keys;
+	for (int i = 0; i < 2000; i++) {
+		ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+		CHECK(mw, "alloc_mw #%d: %s", i, strerror(errno));
+		if (!mw)
+			break;
+		mws.push_back(mw);
+		mw_keys.push_back(mw->rkey);
+	}
+	check_random_keys(mw_keys, "windows");
+	for (ibv_mw *mw : mws)
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
+
+	ibv_mr *fresh = ibv_reg_mr(p.b.pd, mem, 4096, access);
+	CHECK(fresh, "reg: %s", strerror(errno));
+	if (!fresh)
+		return;
+	memset(mem, 0, 4096);
+	fill(p.a, 0, 4096, 7);
+	for (size_t i = 0; i < keys.size(); i += keys.size() / 16) {
+		expect_eq_status(write_to(p, uintptr_t(mem), keys[i], 4096,
+					  100 + i),
+				 IBV_WC_REM_ACCESS_ERR,
+				 "write with a deregistered MR's key");
+		restate(p);
+	}
+	CHECK(std::all_of(mem, mem + 4096, [](uint8_t b) { return !b; }),
+	      "a deregistered MR's key wrote into the memory registered again");
+	expect_eq_status(write_to(p, uintptr_t(mem), fresh->rkey, 4096, 99),
+			 IBV_WC_SUCCESS, "write with the new key");
+	CHECK(!memcmp(mem, &p.a.buf[0], 4096), "data differs");
+	CHECK(ibv_dereg_mr(fresh) == 0, "dereg");
+}
 
 // A key from a deregistered MR does not reach the memory registered again
 // by its next owner: REM_ACCESS_ERR, not a byte written.
@@ -103,6 +215,7 @@ void t_big_mr(Pair &p)
 }
 
 const Test tests[] = {
+	{ "keys_unpredictable", t_keys_unpredictable, nullptr, false },
 	{ "stale_rkey", t_stale_rkey, nullptr, false },
 	{ "mr_top_iova", t_mr_top_iova, nullptr, false },
 	{ "big_mr", t_big_mr, nullptr, false },

@@ -133,14 +133,8 @@ void t_mw_type1_zero_based(Pair &p)
 int post_bind2(Pair &p, ibv_mw *mw, uint32_t key, ibv_mr *mr, size_t off,
 	       size_t len, unsigned access, uint64_t id)
 {
-	ibv_send_wr wr{}, *bad;
-	wr.wr_id = id;
-	wr.opcode = IBV_WR_BIND_MW;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.bind_mw.mw = mw;
-	wr.bind_mw.rkey = key;
-	wr.bind_mw.bind_info = { mr, uintptr_t(&p.b.buf[off]), len, access };
-	return ibv_post_send(p.b.qp, &wr, &bad);
+	return post_bind_mw(p, mw, key, mr, uintptr_t(&p.b.buf[off]), len,
+			    access, id);
 }
 
 // Type 2: bound by a WQE (zero-based here), invalidated by LOCAL_INV and

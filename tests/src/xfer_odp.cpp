@@ -4,6 +4,8 @@
 // while its pages come and go, and ibv_advise_mr(3) with implicit ODP.
 #include "xfer.h"
 
+#include <string>
+
 namespace xfer {
 namespace {
 
@@ -229,9 +231,403 @@ void t_advise(Pair &p)
 	munmap(m2, len / 2);
 }
 
+// Receive into an ODP MR on b, for @lkey: @len bytes at @to.
+void post_recv_odp(Pair &p, uint8_t *to, uint32_t len, uint32_t lkey,
+		   uint64_t id)
+{
+	ibv_sge sge = { uintptr_t(to), len, lkey };
+	ibv_recv_wr wr{}, *bad;
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	CHECK(ibv_post_recv(p.b.qp, &wr, &bad) == 0, "post recv");
+}
+
+// Are the @len bytes at @m all @byte?
+bool all_are(const uint8_t *m, size_t len, uint8_t byte)
+{
+	for (size_t i = 0; i < len; i++)
+		if (m[i] != byte)
+			return false;
+	return true;
+}
+
+// An ODP MR on b over @len bytes of new memory, never touched (*@m).
+// Return: the MR, or nullptr (said) if either cannot be had.
+ibv_mr *odp_mr(Pair &p, size_t len, uint8_t **m, int access = kOdpAccess)
+{
+	*m = map_anon(len);
+	if (!*m)
+		return nullptr;
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, *m, len, access);
+	CHECK(mr, "reg ODP MR: %s", strerror(errno));
+	return mr;
+}
+
+// Bind type 2 window @mw to [addr, addr + len) of @mr by a WQE on b's QP,
+// with the next key; it must complete. Return: the window's new rkey.
+uint32_t bind_type2(Pair &p, ibv_mw *mw, ibv_mr *mr, uint8_t *addr,
+		    size_t len, unsigned access, uint64_t id)
+{
+	uint32_t key = ibv_inc_rkey(mw->rkey);
+
+	CHECK(post_bind_mw(p, mw, key, mr, uintptr_t(addr), len, access,
+			   id) == 0, "post bind");
+	expect_wc(p.b, id, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	return key;
+}
+
+// ODP as the target of window binds, type 1 (ibv_bind_mw) and type 2: a
+// peer's WRITE through either window faults the memory in, and a READ
+// through it returns the bytes. Then a READ and an atomic at ODP memory
+// the process unmapped: the requester completes with a remote access
+// error and not a byte lands in its buffer.
+void t_odp_more(Pair &p)
+{
+	const size_t pg = 4096, len = 64 * pg;
+	uint8_t *m;
+	ibv_mr *odp = odp_mr(p, len, &m, kOdpAccess | IBV_ACCESS_MW_BIND);
+	if (!odp)
+		return;
+	const int wr = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
+	ibv_mw *mw1 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_1);
+	CHECK(mw1, "alloc type 1: %s", strerror(errno));
+	if (mw1) {
+		ibv_mw_bind bind{};
+		bind.wr_id = 10;
+		bind.send_flags = IBV_SEND_SIGNALED;
+		bind.bind_info.mr = odp;
+		bind.bind_info.addr = uintptr_t(m + 2 * pg);
+		bind.bind_info.length = 2 * pg;
+		bind.bind_info.mw_access_flags = wr;
+		CHECK(ibv_bind_mw(p.b.qp, mw1, &bind) == 0, "bind_mw: %s",
+		      strerror(errno));
+		expect_wc(p.b, 10, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+		fill(p.a, 0, 2 * pg, 21);
+		expect_eq_status(write_to(p, uintptr_t(m + 2 * pg), mw1->rkey,
+					  2 * pg, 11),
+				 IBV_WC_SUCCESS, "WRITE through a type 1 window");
+		CHECK(!memcmp(m + 2 * pg, &p.a.buf[0], 2 * pg),
+		      "bytes through the type 1 window differ");
+		memset(&p.a.buf[100000], 0, 2 * pg);
+		CHECK(post_send(p.a, IBV_WR_RDMA_READ, 100000, 2 * pg, 12,
+				uintptr_t(m + 2 * pg), mw1->rkey) == 0, "post");
+		expect_wc(p.a, 12, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 2 * pg);
+		CHECK(!memcmp(&p.a.buf[100000], m + 2 * pg, 2 * pg),
+		      "READ through the type 1 window differs");
+		CHECK(ibv_dealloc_mw(mw1) == 0, "dealloc type 1");
+	}
+
+	ibv_mw *mw2 = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	CHECK(mw2, "alloc type 2: %s", strerror(errno));
+	if (mw2) {
+		uint32_t key = bind_type2(p, mw2, odp, m + 8 * pg, 4 * pg, wr,
+					  13);
+		fill(p.a, 0, 4 * pg, 22);
+		expect_eq_status(write_to(p, uintptr_t(m + 8 * pg), key,
+					  4 * pg, 14),
+				 IBV_WC_SUCCESS, "WRITE through a type 2 window");
+		CHECK(!memcmp(m + 8 * pg, &p.a.buf[0], 4 * pg),
+		      "bytes through the type 2 window differ");
+		CHECK(ibv_dealloc_mw(mw2) == 0, "dealloc type 2");
+	}
+
+	// Unmapped ODP memory: READ and atomic refused, nothing lands.
+	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
+	memset(&p.a.buf[0], 0x77, 2 * pg);
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 2 * pg, 15,
+			uintptr_t(m + len / 2), odp->rkey) == 0, "post");
+	expect_wc(p.a, 15, IBV_WC_REM_ACCESS_ERR);
+	CHECK(all_are(&p.a.buf[0], 2 * pg, 0x77),
+	      "a READ of unmapped ODP memory landed bytes");
+	restate(p);
+	for (ibv_wr_opcode op : { IBV_WR_ATOMIC_FETCH_AND_ADD,
+				  IBV_WR_ATOMIC_CMP_AND_SWP }) {
+		memset(&p.a.buf[0], 0x77, 64);
+		post_atomic(p.a, op, 16, uintptr_t(m + len / 2 + 64),
+			    odp->rkey, 0, 1);
+		expect_wc(p.a, 16, IBV_WC_REM_ACCESS_ERR);
+		CHECK(all_are(&p.a.buf[0], 64, 0x77),
+		      "an atomic on unmapped ODP memory landed bytes");
+		restate(p);
+	}
+	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
+	munmap(m, len / 2);
+}
+
+// RDMA Atomic Write into ODP memory: into a page never touched, into one
+// the process dropped (MADV_DONTNEED), and at unmapped memory (a remote
+// access error; the requester's 8 bytes go nowhere).
+void t_odp_atomic_write(Pair &p)
+{
+	const size_t pg = 4096, len = 16 * pg;
+	uint8_t *m;
+	ibv_mr *odp = odp_mr(p, len, &m);
+	if (!odp)
+		return;
+	ibv_qp_ex *x = ibv_qp_to_qp_ex(p.a.qp);
+	auto atomic_write = [&](uint8_t *at, uint64_t v, uint64_t id) {
+		ibv_wr_start(x);
+		x->wr_id = id;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, odp->rkey, uintptr_t(at), &v);
+		CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	};
+	uint64_t v = 0x1122334455667788ULL, got;
+	atomic_write(m + 8, v, 30);
+	expect_wc(p.a, 30, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+	memcpy(&got, m + 8, 8);
+	CHECK(got == v, "stored 0x%llx", (unsigned long long)got);
+	CHECK(all_are(m, 8, 0) && all_are(m + 16, pg - 16, 0),
+	      "bytes around the atomic write changed");
+
+	memset(m + pg, 0x33, pg);
+	CHECK(madvise(m + pg, pg, MADV_DONTNEED) == 0, "madvise");
+	atomic_write(m + pg + 16, ~v, 31);
+	expect_wc(p.a, 31, IBV_WC_SUCCESS, IBV_WC_ATOMIC_WRITE);
+	memcpy(&got, m + pg + 16, 8);
+	CHECK(got == ~v, "after the page was dropped: stored 0x%llx",
+	      (unsigned long long)got);
+	CHECK(all_are(m + pg, 16, 0), "the dropped page's old bytes came back");
+
+	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
+	atomic_write(m + len / 2 + 8, v, 32);
+	expect_wc(p.a, 32, IBV_WC_REM_ACCESS_ERR);
+	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
+	munmap(m, len / 2);
+}
+
+void odp_with_atomic_write(Pair &p)
+{
+	p.send_ops = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND |
+		     IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+}
+
+// Receives into ODP memory never touched: a SEND scattered into an ODP
+// receive buffer, and a WRITE with immediate whose bytes go to ODP memory
+// and whose immediate consumes a receive; and a SEND from ODP memory. RC
+// and UC.
+void t_odp_write_recv(Pair &p)
+{
+	const size_t pg = 4096, len = 64 * pg;
+	uint8_t *m;
+	ibv_mr *odp = odp_mr(p, len, &m);
+	if (!odp)
+		return;
+	const uint32_t n = 5000;
+
+	post_recv_odp(p, m + 100, n, odp->lkey, 40);
+	fill(p.a, 0, n, 23);
+	CHECK(post_send(p.a, IBV_WR_SEND, 0, n, 41) == 0, "post send");
+	expect_wc(p.a, 41, IBV_WC_SUCCESS, IBV_WC_SEND);
+	expect_wc(p.b, 40, IBV_WC_SUCCESS, IBV_WC_RECV, n);
+	CHECK(!memcmp(m + 100, &p.a.buf[0], n), "received bytes differ");
+
+	post_recv_odp(p, m + 32 * pg, 0, odp->lkey, 42);
+	fill(p.a, 0, 3 * pg, 24);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3 * pg, 43,
+			uintptr_t(m + 16 * pg + 10), odp->rkey) == 0, "post");
+	expect_wc(p.a, 43, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	expect_wc(p.b, 42, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 3 * pg);
+	CHECK(!memcmp(m + 16 * pg + 10, &p.a.buf[0], 3 * pg),
+	      "written bytes differ");
+
+	// And b sends from ODP memory it never touched through the MR.
+	send_from(p, m + 40 * pg, 3000, odp->lkey, 300000, 0x3c);
+	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
+	munmap(m, len);
+}
+
+// The driver attribute @name of the MR of length @mrlen, as
+// "rdma -j -dd resource show mr" prints it (drv_NAME): a number, or for a
+// string its text in @text. Return: false when the MR or the attribute is missing.
+bool res_mr_attr(Pair &p, uint64_t mrlen, const char *name, long long *num,
+		 std::string *text = nullptr)
+{
+	std::string cmd = std::string("rdma -j -dd resource show mr dev ") +
+			  ibv_get_device_name(p.ctx->device) + " 2>&1";
+	FILE *f = popen(cmd.c_str(), "r");
+	std::string out;
+	char buf[4096];
+	size_t n;
+	while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		out.append(buf, n);
+	if (f)
+		pclose(f);
+	std::string len = "\"mrlen\":" + std::to_string(mrlen);
+	size_t at = out.find(len);
+	// The MR's object: flat, between braces.
+	while (at != std::string::npos &&
+	       strchr(",}", out[at + len.size()]) == nullptr)
+		at = out.find(len, at + 1);
+	if (at == std::string::npos) {
+		fprintf(stderr, "no MR of length %llu in: %s\n",
+			(unsigned long long)mrlen, out.c_str());
+		return false;
+	}
+	size_t from = out.rfind('{', at), to = out.find('}', at);
+	std::string obj = out.substr(from, to - from + 1);
+	// In JSON, rdma prefixes driver attributes with "drv_".
+	std::string key = std::string("\"drv_") + name + "\":";
+	size_t k = obj.find(key);
+	if (k == std::string::npos) {
+		fprintf(stderr, "no %s in: %s\n", name, obj.c_str());
+		return false;
+	}
+	const char *v = obj.c_str() + k + key.size();
+	if (*v == '"') {
+		if (text)
+			*text = std::string(v + 1, strchr(v + 1, '"'));
+		return text != nullptr;
+	}
+	*num = strtoll(v, nullptr, 10);
+	return true;
+}
+
+// A port counter of the pair's device (sysfs hw_counters).
+long long port_counter(Pair &p, const char *name)
+{
+	std::string path = std::string("/sys/class/infiniband/") +
+			   ibv_get_device_name(p.ctx->device) +
+			   "/ports/1/hw_counters/" + name;
+	long long v = -1;
+	if (FILE *f = fopen(path.c_str(), "r")) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+// Expect the driver attribute @name of the MR of length @mrlen to be @want.
+void expect_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
+		 const char *when)
+{
+	long long got = -1;
+	CHECK(res_mr_attr(p, mrlen, name, &got) && got == want,
+	      "%s: %s is %lld, expected %lld", when, name, got, want);
+}
+
+void expect_odp_kind(Pair &p, uint64_t mrlen, const char *want)
+{
+	std::string got;
+	long long unused;
+	CHECK(res_mr_attr(p, mrlen, "odp", &unused, &got) && got == want,
+	      "odp is \"%s\", expected \"%s\"", got.c_str(), want);
+}
+
+// "rdma resource show mr" tells the truth about each MR, against known
+// traffic: an explicit ODP MR of 64 pages counts 16 faults after a WRITE
+// of 16 pages, 8 invalidations after 8 of them are dropped, 4 prefetched
+// pages, 8 more faults for a READ of the 16 (the dropped ones come back),
+// with the pages mapped each time; a re-registration and a bound window;
+// a pinned MR maps all its pages; an implicit ODP MR counts the 2 pages a
+// WRITE reached. The device's odp_* counters move by as much.
+void t_res_mr(Pair &p)
+{
+	const size_t pg = 4096, len = 64 * pg;
+	const char *dev_counters[] = { "odp_page_faults",
+				       "odp_pages_invalidated",
+				       "odp_pages_prefetched" };
+	long long before[3];
+	for (int i = 0; i < 3; i++)
+		before[i] = port_counter(p, dev_counters[i]);
+	uint8_t *m;
+	ibv_mr *odp = odp_mr(p, len, &m, kOdpAccess | IBV_ACCESS_MW_BIND);
+	if (!odp)
+		return;
+	expect_odp_kind(p, len, "explicit");
+	for (const char *a : { "pages_mapped", "page_faults",
+			       "pages_invalidated", "pages_prefetched",
+			       "rereg", "windows" })
+		expect_attr(p, len, a, 0, "registered");
+
+	fill(p.a, 0, 16 * pg, 3);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 16 * pg, 1, uintptr_t(m),
+			odp->rkey) == 0, "post");
+	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK(!memcmp(m, &p.a.buf[0], 16 * pg), "written bytes differ");
+	expect_attr(p, len, "page_faults", 16, "WRITE of 16 pages");
+	expect_attr(p, len, "pages_mapped", 16, "WRITE of 16 pages");
+
+	CHECK(madvise(m + 8 * pg, 8 * pg, MADV_DONTNEED) == 0, "madvise");
+	expect_attr(p, len, "pages_invalidated", 8, "8 pages dropped");
+	expect_attr(p, len, "pages_mapped", 8, "8 pages dropped");
+
+	ibv_sge sge = { uintptr_t(m + 32 * pg), uint32_t(4 * pg), odp->lkey };
+	CHECK(ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == 0,
+	      "advise_mr: %s", strerror(errno));
+	expect_attr(p, len, "pages_prefetched", 4, "prefetch of 4 pages");
+	expect_attr(p, len, "pages_mapped", 12, "prefetch of 4 pages");
+
+	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 100000, 16 * pg, 2,
+			uintptr_t(m), odp->rkey) == 0, "post");
+	expect_wc(p.a, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, 16 * pg);
+	CHECK(!memcmp(&p.a.buf[100000], m, 16 * pg), "read bytes differ");
+	expect_attr(p, len, "page_faults", 24, "READ of 16 pages, 8 dropped");
+	expect_attr(p, len, "pages_mapped", 20, "READ of 16 pages, 8 dropped");
+	const long long want[3] = { 24, 8, 4 };
+	for (int i = 0; i < 3; i++)
+		CHECK(port_counter(p, dev_counters[i]) - before[i] == want[i],
+		      "device counter %s moved by %lld, expected %lld",
+		      dev_counters[i],
+		      port_counter(p, dev_counters[i]) - before[i], want[i]);
+
+	CHECK(ibv_rereg_mr(odp, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr,
+			   0, kOdpAccess | IBV_ACCESS_MW_BIND) == 0,
+	      "rereg: %s", strerror(errno));
+	expect_attr(p, len, "rereg", 1, "one re-registration");
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	CHECK(mw, "alloc_mw: %s", strerror(errno));
+	if (mw) {
+		bind_type2(p, mw, odp, m, pg, IBV_ACCESS_REMOTE_WRITE, 3);
+		expect_attr(p, len, "windows", 1, "a window bound");
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
+		expect_attr(p, len, "windows", 0, "the window freed");
+	}
+	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
+
+	// Pinned: every page mapped, no ODP counts.
+	ibv_mr *pinned = ibv_reg_mr(p.b.pd, m, 4 * pg, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(pinned, "reg: %s", strerror(errno));
+	if (pinned) {
+		expect_odp_kind(p, 4 * pg, "no");
+		expect_attr(p, 4 * pg, "pages_mapped", 4, "pinned MR");
+		long long unused;
+		CHECK(!res_mr_attr(p, 4 * pg, "page_faults", &unused),
+		      "a pinned MR shows page_faults");
+		CHECK(ibv_dereg_mr(pinned) == 0, "dereg");
+	}
+	munmap(m, len);
+
+	// Implicit ODP: the pages a WRITE reached.
+	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kOdpAccess);
+	CHECK(imp, "reg implicit ODP MR: %s", strerror(errno));
+	uint8_t *m2 = map_anon(8 * pg);
+	if (!imp || !m2)
+		return;
+	expect_odp_kind(p, SIZE_MAX, "implicit");
+	fill(p.a, 0, 2 * pg, 4);
+	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 2 * pg, 4,
+			uintptr_t(m2 + pg), imp->rkey) == 0, "post");
+	expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	CHECK(!memcmp(m2 + pg, &p.a.buf[0], 2 * pg), "written bytes differ");
+	expect_attr(p, SIZE_MAX, "page_faults", 2, "implicit, 2 pages");
+	expect_attr(p, SIZE_MAX, "pages_mapped", 2, "implicit, 2 pages");
+	CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
+	munmap(m2, 8 * pg);
+}
+
 const Test tests[] = {
 	{ "odp", t_odp, nullptr, false },
 	{ "advise", t_advise, nullptr, false },
+	{ "res_mr", t_res_mr, nullptr, false },
+	{ "odp_more", t_odp_more, nullptr, false },
+	{ "odp_atomic_write", t_odp_atomic_write, odp_with_atomic_write,
+	  false },
+	{ "odp_write_recv", t_odp_write_recv, nullptr, true },
 };
 
 } // namespace

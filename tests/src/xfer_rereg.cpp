@@ -333,6 +333,98 @@ void fork_init(Pair &)
 	CHECK(ibv_fork_init() == 0, "ibv_fork_init");
 }
 
+// ibv_rereg_mr(3) on ODP MRs, explicit and implicit: CHANGE_ACCESS,
+// CHANGE_PD and CHANGE_TRANSLATION all work in place, the lkey and rkey
+// kept (mlx5 makes a new MR and new keys instead), with traffic after
+// each: a refused WRITE lands nothing, an accepted one lands its bytes in
+// memory never touched (faulted in).
+void t_rereg_odp(Pair &p)
+{
+	const size_t pg = 4096, len = 16 * pg;
+	const int full = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND;
+	ibv_pd *pd2 = ibv_alloc_pd(p.ctx);
+	CHECK(pd2, "alloc PD");
+	if (!pd2)
+		return;
+	for (bool implicit : { false, true }) {
+		const char *kind = implicit ? "implicit" : "explicit";
+		uint8_t *m = map_anon(len), *m2 = map_anon(len);
+		if (!m || !m2)
+			return;
+		ibv_mr *mr = implicit ?
+				     ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, full) :
+				     ibv_reg_mr(p.b.pd, m, len, full);
+		CHECK(mr, "reg %s ODP MR: %s", kind, strerror(errno));
+		if (!mr)
+			return;
+		const uint32_t lkey = mr->lkey, rkey = mr->rkey;
+		uint64_t id = 40;
+		// A WRITE of 512 bytes at @at through the MR's rkey: @want
+		// status, and the bytes landed, or not one of them.
+		auto write = [&](uint8_t *at, ibv_wc_status want,
+				 const char *what) {
+			memset(at, 0, 512);
+			fill(p.a, 0, 512, uint8_t(id));
+			expect_eq_status(write_to(p, uintptr_t(at), rkey, 512,
+						  id++), want, what);
+			if (want == IBV_WC_SUCCESS) {
+				CHECK(!memcmp(at, &p.a.buf[0], 512),
+				      "%s (%s): data differs", what, kind);
+			} else {
+				bool zero = true;
+				for (int i = 0; i < 512; i++)
+					zero = zero && !at[i];
+				CHECK(zero, "%s (%s): a refused WRITE landed",
+				      what, kind);
+				restate(p);
+			}
+		};
+		auto rereg = [&](int flags, ibv_pd *pd, void *addr, size_t n,
+				 int access, const char *what) {
+			CHECK(ibv_rereg_mr(mr, flags, pd, addr, n, access) == 0,
+			      "rereg %s of the %s ODP MR: %s", what, kind,
+			      strerror(errno));
+			CHECK(mr->lkey == lkey && mr->rkey == rkey,
+			      "rereg %s (%s): keys 0x%x/0x%x, were 0x%x",
+			      what, kind, mr->lkey, mr->rkey, rkey);
+		};
+		write(m + pg, IBV_WC_SUCCESS, "WRITE before any rereg");
+
+		rereg(IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
+		      full & ~IBV_ACCESS_REMOTE_WRITE, "access");
+		write(m + 2 * pg, IBV_WC_REM_ACCESS_ERR,
+		      "WRITE without remote write");
+		rereg(IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, full,
+		      "access back");
+		write(m + 2 * pg, IBV_WC_SUCCESS, "WRITE with remote write");
+
+		rereg(IBV_REREG_MR_CHANGE_PD, pd2, nullptr, 0, 0, "PD");
+		write(m + 3 * pg, IBV_WC_REM_ACCESS_ERR,
+		      "WRITE through another PD's QP");
+		rereg(IBV_REREG_MR_CHANGE_PD, p.b.pd, nullptr, 0, 0,
+		      "PD back");
+		write(m + 3 * pg, IBV_WC_SUCCESS, "WRITE with the PD back");
+
+		// The same keys now reach m2 only (an implicit MR becomes an
+		// explicit range).
+		rereg(IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, m2, len, 0,
+		      "translation");
+		write(m2 + 5 * pg, IBV_WC_SUCCESS, "WRITE at the new range");
+		write(m + 5 * pg, IBV_WC_REM_ACCESS_ERR,
+		      "WRITE at the old range");
+		ibv_sge sge = { uintptr_t(m2 + 5 * pg), 512, lkey };
+		CHECK(ibv_advise_mr(p.b.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0,
+				    &sge, 1) == 0,
+		      "advise_mr through the lkey after rereg (%s): %s", kind,
+		      strerror(errno));
+		CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+		munmap(m, len);
+		munmap(m2, len);
+	}
+	CHECK(ibv_dealloc_pd(pd2) == 0, "dealloc PD");
+}
+
 const Test tests[] = {
 	{ "reset_cleans_cq", t_reset_cleans_cq, nullptr, false },
 	{ "rereg_access", t_rereg_access, nullptr, false },
@@ -341,6 +433,7 @@ const Test tests[] = {
 	{ "rereg_errors", t_rereg_errors, nullptr, false },
 	{ "rereg_readonly", t_rereg_readonly, nullptr, false },
 	{ "rereg_fork", t_rereg_fork, fork_init, false },
+	{ "rereg_odp", t_rereg_odp, nullptr, false },
 };
 
 } // namespace
