@@ -58,6 +58,11 @@ for r in $(seq "$rounds"); do
 			while read -r name v; do
 				echo "$kind $name $v" >> "$res"
 			done
+		# On-demand paging against pinned memory (MB/s, ms).
+		timeout 600 tests/bin/sroce-odpbench "$dev" 2>/dev/null |
+			while read -r name v; do
+				echo "$kind $name $v" >> "$res"
+			done
 	done
 done
 remove_all_links
@@ -81,7 +86,8 @@ for n in names:
     r = statistics.median(d.get((n, 'rxe'), [0])) if d.get((n, 'rxe')) else 0
     s = statistics.median(d.get((n, 'sroce'), [0])) if d.get((n, 'sroce')) else 0
     ratio = s / r if r else float('nan')
-    unit = 'usec' if 'lat' in n else 'ops/s' if 'reg' in n else 'MB/s'
+    unit = ('usec' if 'lat' in n else 'ms' if 'munmap' in n else
+            'ops/s' if 'reg' in n else 'MB/s')
     print(f"{n:18} {r:10.2f} {s:10.2f} {ratio:10.2f}  ({unit}, median of {len(d.get((n,'sroce'),[]))})")
 # rereg against dereg + reg of the same MR, sroce only (rxe has no rereg).
 def med(n):
@@ -92,5 +98,15 @@ for a, b in (('rereg_access_1G', 'reg_dereg_1073741824'),
              ('rereg_pd_1G', 'reg_dereg_1073741824'),
              ('rereg_trans_256M', 'dereg_reg_256M')):
     print(f"sroce {a} / {b}: {med(a) / med(b):.1f}x")
+# On-demand paging against pinned memory, sroce only (issue 15's goals).
+print()
+for a, b, goal in (('odp_write_first', 'odp_write_pinned', 0.5),
+                   ('odp_write_warm', 'odp_write_pinned', 0.9),
+                   ('odp_write_implicit', 'odp_write_pinned', 0.5),
+                   ('odp_prefetch_64M', 'odp_pin_64M', 0.8)):
+    print(f"sroce {a} / {b}: {med(a) / med(b):.2f}x (goal >= {goal})")
+for a in ('odp_munmap_1G', 'odp_munmap_1G_implicit'):
+    print(f"sroce {a}: {med(a):.0f} ms, munmap_1G without an MR "
+          f"{med('munmap_1G'):.0f} ms")
 PY
 cat /tmp/out/table
