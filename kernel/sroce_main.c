@@ -25,6 +25,7 @@
 #include <rdma/rdma_netlink.h>
 
 #include "sroce_loc.h"
+#include "sroce_mem_api.h"
 #include "sroce_task.h"
 #include "sroce_verbs.h"
 
@@ -160,7 +161,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	netdev_hold(ndev, &sdev->ndev_tracker, GFP_KERNEL);
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
-	sroce_xa_init(&sdev->mem_xa, XA_FLAGS_ALLOC, &sroce_mem_xa_key);
+	sroce_xa_init(&sdev->mem_xa, 0, &sroce_mem_xa_key);
 	sroce_xa_init(&sdev->qp_xa, XA_FLAGS_ALLOC, &sroce_qp_xa_key);
 	sroce_xa_init(&sdev->srq_xa, XA_FLAGS_ALLOC, &sroce_srq_xa_key);
 	sroce_xa_init(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ,
@@ -219,7 +220,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	mutex_destroy(&sdev->state_lock);
 	WARN_ON(!xa_empty(&sdev->mem_xa));
 	xa_destroy(&sdev->mem_xa);
-	kvfree(sdev->key_perm);
+	sroce_key_exit(sdev);
 	WARN_ON(!xa_empty(&sdev->qp_xa));
 	xa_destroy(&sdev->qp_xa);
 	WARN_ON(!xa_empty(&sdev->srq_xa));

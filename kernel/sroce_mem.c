@@ -113,75 +113,60 @@ struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 }
 
 /*
- * The permutation of key indices: a 4-round Feistel network over the two
- * 12-bit halves of a 24-bit value, whose round functions are tables of
- * random numbers drawn when the device is created. With random round
- * functions, 4 rounds make a permutation that cannot be told from a random
- * one by anyone who sees keys but not the tables (Luby and Rackoff), and
- * a key is mapped back to its slot with 4 table reads.
+ * Key indices are drawn at random from the 2^24 there are (at most 1 in 8
+ * of them in use, SROCE_MAX_MR + SROCE_MAX_MW), skipping those handed out
+ * since the used set was last renewed (sdev->key_used). The set is renewed
+ * when half of the indices are in it, keeping only those in use: a freed
+ * index is not handed out again for at least 2^23 - 2^21 registrations,
+ * and then only by chance. A draw succeeds at least half the time.
  */
-#define SROCE_KEY_HALF_BITS	(SROCE_KEY_INDEX_BITS / 2)
-#define SROCE_KEY_HALF_MASK	((1U << SROCE_KEY_HALF_BITS) - 1)
-#define SROCE_KEY_ROUNDS	4
-
-struct sroce_key_perm {
-	u16 round[SROCE_KEY_ROUNDS][1 << SROCE_KEY_HALF_BITS];
-};
+#define SROCE_KEY_INDICES	BIT(SROCE_KEY_INDEX_BITS)
+#define SROCE_KEY_RENEW		(SROCE_KEY_INDICES / 2)
+#define SROCE_KEY_TRIES		128
+static_assert(SROCE_MAX_MR + SROCE_MAX_MW <= SROCE_KEY_INDICES / 8);
 
 /**
- * sroce_key_perm_init - draw the device's key permutation
+ * sroce_key_init - set up a device's key allocation
  * @sdev: the device, before any key is handed out
  *
- * Return: 0 or -ENOMEM. sroce_dealloc_driver() frees it.
+ * Return: 0 or -ENOMEM. sroce_key_exit() undoes it.
  */
-int sroce_key_perm_init(struct sroce_dev *sdev)
+int sroce_key_init(struct sroce_dev *sdev)
 {
-	sdev->key_perm = kvmalloc(sizeof(*sdev->key_perm), GFP_KERNEL);
-	if (!sdev->key_perm)
+	sdev->key_used = bitmap_zalloc(SROCE_KEY_INDICES, GFP_KERNEL);
+	if (!sdev->key_used)
 		return -ENOMEM;
-	get_random_bytes(sdev->key_perm, sizeof(*sdev->key_perm));
+	mutex_init(&sdev->key_lock);
 	return 0;
 }
 
-static u32 sroce_key_permute(const struct sroce_key_perm *perm, u32 x)
-{
-	u32 l = x >> SROCE_KEY_HALF_BITS, r = x & SROCE_KEY_HALF_MASK, t;
-	int i;
-
-	for (i = 0; i < SROCE_KEY_ROUNDS; i++) {
-		t = l ^ (perm->round[i][r] & SROCE_KEY_HALF_MASK);
-		l = r;
-		r = t;
-	}
-	return l << SROCE_KEY_HALF_BITS | r;
-}
-
-static u32 sroce_key_unpermute(const struct sroce_key_perm *perm, u32 y)
-{
-	u32 l = y >> SROCE_KEY_HALF_BITS, r = y & SROCE_KEY_HALF_MASK, t;
-	int i;
-
-	for (i = SROCE_KEY_ROUNDS - 1; i >= 0; i--) {
-		t = r ^ (perm->round[i][l] & SROCE_KEY_HALF_MASK);
-		r = l;
-		l = t;
-	}
-	return l << SROCE_KEY_HALF_BITS | r;
-}
-
 /**
- * sroce_key_slot - the memory table slot a key names
- * @sdev: the device
- * @key: any 32-bit key
- *
- * Return: the slot of sdev->mem_xa where an entry with @key would be. The
- * entry there, if any, has @key only if its key is equal (sroce_mem_find()
- * finds entries of the same index, whatever their tag).
+ * sroce_key_exit - free what sroce_key_init() set up
+ * @sdev: the device, its memory table empty; sroce_key_init() may have
+ *        failed or not run (key_used NULL)
  */
-u32 sroce_key_slot(const struct sroce_dev *sdev, u32 key)
+void sroce_key_exit(struct sroce_dev *sdev)
 {
-	return sroce_key_unpermute(sdev->key_perm, sroce_key_index(key)) &
-	       SROCE_KEY_SLOT_MAX;
+	if (!sdev->key_used)
+		return;
+	mutex_destroy(&sdev->key_lock);
+	bitmap_free(sdev->key_used);
+}
+
+/* Forget the indices freed since the last renewal. Under key_lock. */
+static void sroce_key_renew(struct sroce_dev *sdev)
+{
+	struct sroce_mem *mem;
+	unsigned long index;
+
+	lockdep_assert_held(&sdev->key_lock);
+	bitmap_zero(sdev->key_used, SROCE_KEY_INDICES);
+	sdev->key_nused = 0;
+	/* An entry being deleted may stay marked: that only skips it. */
+	xa_for_each(&sdev->mem_xa, index, mem) {
+		__set_bit(index, sdev->key_used);
+		sdev->key_nused++;
+	}
 }
 
 /**
@@ -189,39 +174,40 @@ u32 sroce_key_slot(const struct sroce_dev *sdev, u32 key)
  * @sdev: the device
  * @mem: an MR's or a window's entry, not in the table yet, whose key is 0
  *
- * The entry gets a free slot of sdev->mem_xa, allocated cyclically so that
- * a slot is not handed out again right after it is freed, and a key whose
- * index is the permuted slot and generation (see SROCE_KEY_TAG_BITS) and
- * whose tag is random. The slot is reserved first and the entry stored
- * once its key is set, so a lookup never sees an entry without its key.
- * No key is 0 (a key some consumers leave unset).
- * Return: 0, or -EBUSY when every slot is in use, or -ENOMEM.
+ * The entry gets a random index not handed out since the last renewal
+ * (see SROCE_KEY_RENEW) and a random tag; its key is set before it is
+ * stored, so a lookup never sees an entry without its key. No index is 0,
+ * so no key is 0 (a key some consumers leave unset). May sleep.
+ * Return: 0, or -ENOMEM.
  */
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
 {
-	u32 slot, gen, key;
-	int err;
+	u32 index;
+	int tries, err;
 
-	xa_lock(&sdev->mem_xa);
-	err = __xa_alloc_cyclic(&sdev->mem_xa, &slot, NULL,
-				XA_LIMIT(0, SROCE_KEY_SLOT_MAX),
-				&sdev->mem_next, GFP_KERNEL);
-	if (err == 1)
-		sdev->mem_gen++;
-	gen = sdev->mem_gen & SROCE_KEY_GEN_MASK;
-	xa_unlock(&sdev->mem_xa);
-	if (err < 0)
-		return err;
-
-	do {
-		key = sroce_key_permute(sdev->key_perm,
-					gen << SROCE_KEY_SLOT_BITS | slot) <<
-		      SROCE_KEY_TAG_BITS | get_random_u8();
-	} while (!key);
-	WRITE_ONCE(mem->key, key);
-	/* The slot is reserved: storing there allocates nothing. */
-	xa_store(&sdev->mem_xa, slot, mem, GFP_KERNEL);
-	return 0;
+	mutex_lock(&sdev->key_lock);
+	if (sdev->key_nused >= SROCE_KEY_RENEW)
+		sroce_key_renew(sdev);
+	for (tries = 0; tries < SROCE_KEY_TRIES; tries++) {
+		index = get_random_u32() & (SROCE_KEY_INDICES - 1);
+		if (index && !test_bit(index, sdev->key_used))
+			break;
+	}
+	/* Odds of running out of tries: 2^-128. */
+	if (tries == SROCE_KEY_TRIES) {
+		err = -ENOMEM;
+		goto out;
+	}
+	WRITE_ONCE(mem->key, index << SROCE_KEY_TAG_BITS | get_random_u8());
+	/* Every index in the table is marked: this one is free. */
+	err = xa_insert(&sdev->mem_xa, index, mem, GFP_KERNEL);
+	if (err)
+		goto out;
+	__set_bit(index, sdev->key_used);
+	sdev->key_nused++;
+out:
+	mutex_unlock(&sdev->key_lock);
+	return err;
 }
 
 /**
@@ -235,21 +221,17 @@ int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem)
  */
 struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key)
 {
-	struct sroce_mem *mem = xa_load(&sdev->mem_xa, sroce_key_slot(sdev, key));
-
-	if (mem && sroce_key_index(READ_ONCE(mem->key)) != sroce_key_index(key))
-		return NULL;
-	return mem;
+	return xa_load(&sdev->mem_xa, sroce_key_index(key));
 }
 
 /**
- * sroce_mem_del - take an entry out of the memory table, freeing its slot
+ * sroce_mem_del - take an entry out of the memory table
  * @sdev: the device
  * @mem: an entry sroce_mem_add_key() stored
  */
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem)
 {
-	xa_erase(&sdev->mem_xa, sroce_key_slot(sdev, mem->key));
+	xa_erase(&sdev->mem_xa, sroce_key_index(mem->key));
 }
 
 /*

@@ -37,21 +37,14 @@ struct sroce_dev;
 
 /*
  * Keys: a 24-bit index, then an 8-bit tag (random, or for a window the
- * consumer's, ibv_inc_rkey()). The index is not a table position a peer
- * could count through: it is a keyed permutation (sroce_key_perm) of the
- * entry's slot in the memory table and of a generation that grows each
- * time the slots wrap around (sroce_mem_add_key()). So all 32 bits of a
- * key are unpredictable, two keys tell nothing of each other, and a freed
- * key's index comes back only after the slots have gone round 8 times
- * (2^24 registrations when few are held), with the same tag once in 256.
+ * consumer's, ibv_inc_rkey()). The index is the entry's position in the
+ * memory table, drawn at random (sroce_mem_add_key()), not a counter a
+ * peer could count through: all 32 bits of a key are unpredictable, two
+ * keys tell nothing of each other, and a freed key's index is not handed
+ * out again for at least 2^23 - 2^21 registrations.
  */
 #define SROCE_KEY_TAG_BITS	8
 #define SROCE_KEY_INDEX_BITS	(32 - SROCE_KEY_TAG_BITS)
-#define SROCE_KEY_SLOT_BITS	21
-#define SROCE_KEY_SLOT_MAX	((1U << SROCE_KEY_SLOT_BITS) - 1)
-#define SROCE_KEY_GEN_MASK	((1U << (SROCE_KEY_INDEX_BITS - \
-					 SROCE_KEY_SLOT_BITS)) - 1)
-static_assert(SROCE_MAX_MR + SROCE_MAX_MW <= SROCE_KEY_SLOT_MAX + 1);
 
 static inline u32 sroce_key_index(u32 key)
 {
@@ -275,8 +268,6 @@ static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 }
 
 /* sroce_mem.c */
-int sroce_key_perm_init(struct sroce_dev *sdev);
-u32 sroce_key_slot(const struct sroce_dev *sdev, u32 key);
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);

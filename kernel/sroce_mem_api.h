@@ -31,6 +31,8 @@ struct sroce_bind {
 };
 
 /* sroce_mem.c */
+int sroce_key_init(struct sroce_dev *sdev);
+void sroce_key_exit(struct sroce_dev *sdev);
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 qpn, u32 key, u64 va, u64 len, int access);
 u64 sroce_map_id(const struct sroce_map *map);

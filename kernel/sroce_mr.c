@@ -3,10 +3,10 @@
  * sroce: memory regions.
  *
  * An MR owns one entry of the device's memory table (sdev->mem_xa), found
- * by the upper 24 bits of its key, a keyed permutation of its slot
- * (sroce_mem_add_key()); the lower 8 bits are random per registration (a
- * fast-registration MR takes the consumer's at each IB_WR_REG_MR). A stale
- * key from a previous owner finds nothing for 2^24 registrations.
+ * by the upper 24 bits of its key, drawn at random (sroce_mem_add_key());
+ * the lower 8 bits are random per registration (a fast-registration MR
+ * takes the consumer's at each IB_WR_REG_MR). A stale key from a previous
+ * owner finds nothing for at least 2^23 - 2^21 registrations.
  *
  * What a key grants (PD, access, range) and the translation to pages are
  * one immutable struct sroce_map, published by RCU. Re-registration builds

@@ -313,13 +313,13 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		mutex_unlock(&odp->umem_mutex);
 		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
 			goto fault;
-		atomic64_inc(&map->pin->faults);
-		sroce_count(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS);
 		dma = odp->dma_list[idx];
 		if ((dma & bits) != bits) {
 			mutex_unlock(&odp->umem_mutex);
 			goto fault;
 		}
+		atomic64_inc(&map->pin->faults);
+		sroce_count(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS);
 	}
 	/* Virtual DMA: the "DMA address" is the page's kernel address. */
 	return (void *)(uintptr_t)(dma & ODP_DMA_ADDR_MASK) +
@@ -420,12 +420,49 @@ static unsigned int sroce_odp_present(struct ib_umem_odp *odp, u64 uva,
 /* Bytes faulted in (or looked up) per call, so no lock is held for long. */
 #define SROCE_PREFETCH_CHUNK	SZ_2M
 
+/*
+ * Fault in [uva, uva + len) of one umem, not crossing a prefetch chunk.
+ * Return: the bytes it covers (clipped to its umem), or 0 if it failed.
+ */
+static u64 sroce_odp_fault_chunk(struct sroce_map *map, u64 uva, u64 len,
+				 u64 bits)
+{
+	unsigned int before, after, pages;
+	struct ib_umem_odp *odp;
+
+	odp = sroce_odp_get_umem(map->pin, uva);
+	if (IS_ERR(odp))
+		return 0;
+	/* A child covers one chunk: clip to it. */
+	len = min_t(u64, len, ib_umem_end(odp) - uva);
+	pages = ((uva + len - 1) >> odp->page_shift) -
+		(uva >> odp->page_shift) + 1;
+	mutex_lock(&odp->umem_mutex);
+	before = sroce_odp_present(odp, uva, len, bits);
+	mutex_unlock(&odp->umem_mutex);
+	if (before == pages)
+		goto out;
+	if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0) {
+		len = 0;
+		goto out;
+	}
+	after = sroce_odp_present(odp, uva, len, bits);
+	mutex_unlock(&odp->umem_mutex);
+	if (after > before) {
+		atomic64_add(after - before, &map->pin->faults);
+		sroce_count_add(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS,
+				after - before);
+	}
+out:
+	sroce_odp_put_umem(map->pin);
+	return len;
+}
+
 /**
  * sroce_odp_fault_ahead - sroce_map_fault_ahead() for an ODP map
  * @map: a map whose pin is an ODP range covering [va, va + len)
  * @va: the first byte
- * @len: bytes; only those up to the next 2 MiB boundary of the user
- *       address are faulted
+ * @len: bytes; only the first 2 MiB of them are faulted
  * @write: fault for writing
  *
  * The pages that become present count as page faults, as the copies'
@@ -436,34 +473,18 @@ void sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 {
 	u64 uva = map->pin->umem->address + (va - map->base);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
-	unsigned int before, after, pages;
-	struct ib_umem_odp *odp;
 
-	len = min_t(u64, len, SROCE_PREFETCH_CHUNK -
-			      (uva & (SROCE_PREFETCH_CHUNK - 1)));
-	odp = sroce_odp_get_umem(map->pin, uva);
-	if (IS_ERR(odp))
-		return;
-	/* A child covers one chunk: clip to it. */
-	len = min_t(u64, len, ib_umem_end(odp) - uva);
-	pages = ((uva + len - 1) >> odp->page_shift) -
-		(uva >> odp->page_shift) + 1;
-	mutex_lock(&odp->umem_mutex);
-	before = sroce_odp_present(odp, uva, len, bits);
-	mutex_unlock(&odp->umem_mutex);
-	if (before == pages)
-		goto out;
-	if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
-		goto out;
-	after = sroce_odp_present(odp, uva, len, bits);
-	mutex_unlock(&odp->umem_mutex);
-	if (after > before) {
-		atomic64_add(after - before, &map->pin->faults);
-		sroce_count_add(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS,
-				after - before);
+	len = min_t(u64, len, SROCE_PREFETCH_CHUNK);
+	while (len) {
+		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
+				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
+
+		n = sroce_odp_fault_chunk(map, uva, n, bits);
+		if (!n)
+			return;
+		uva += n;
+		len -= n;
 	}
-out:
-	sroce_odp_put_umem(map->pin);
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */
@@ -494,16 +515,26 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
 				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
 		struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
+		unsigned int before, after;
 		int ret;
 
 		if (IS_ERR(odp))
 			return -EFAULT;
+		mutex_lock(&odp->umem_mutex);
+		before = sroce_odp_present(odp, uva, n, bits);
+		mutex_unlock(&odp->umem_mutex);
 		ret = ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault);
 		if (ret >= 0) {
+			/* What became present (NO_FAULT skips what is not). */
+			after = sroce_odp_present(odp, uva, n, bits);
 			mutex_unlock(&odp->umem_mutex);
-			atomic64_add(ret, &map->pin->prefetched);
-			sroce_count_add(to_sdev(odp->umem.ibdev),
-					SROCE_CNT_ODP_PREFETCHED, ret);
+			if (after > before) {
+				atomic64_add(after - before,
+					     &map->pin->prefetched);
+				sroce_count_add(to_sdev(odp->umem.ibdev),
+						SROCE_CNT_ODP_PREFETCHED,
+						after - before);
+			}
 		}
 		sroce_odp_put_umem(map->pin);
 		if (ret < 0) {

@@ -17,6 +17,7 @@
 #include "sroce_compat.h"
 #include "sroce_loc.h"
 #include "sroce_mem.h"
+#include "sroce_mem_api.h"
 #include "sroce_verbs.h"
 
 /* What query_device reports when ODP is built (SROCE_ODP). */
@@ -428,7 +429,7 @@ int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name)
 	ib_set_device_ops(ibdev, &sroce_dev_ops);
 	ibdev->driver_def = sroce_uapi_defs;
 	/* From here, a failure frees it in sroce_dealloc_driver() */
-	err = sroce_key_perm_init(sdev);
+	err = sroce_key_init(sdev);
 	if (err)
 		return err;
 	err = ib_device_set_netdev(ibdev, sdev->ndev, SROCE_PORT);

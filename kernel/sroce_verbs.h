@@ -60,7 +60,7 @@ enum sroce_counter {
 	SROCE_CNT_DROP_BAD_QKEY,	/* dropped: a UD Q_Key not the QP's */
 	SROCE_CNT_DROP_NO_RWQE,		/* dropped: UD/UC, no receive WQE */
 	SROCE_CNT_DROP_NO_MEM,		/* dropped: no memory for a copy */
-	/* Remote accesses refused, by why (each also NAKed) */
+	/* Remote accesses refused, by why (RC: NAKed; UC: dropped) */
 	SROCE_CNT_RKEY_INVALID,		/* no MR or window has the key */
 	SROCE_CNT_RKEY_STALE_TAG,	/* the index of one, another tag */
 	SROCE_CNT_RKEY_ACCESS,		/* another PD's, or access not granted */
@@ -101,13 +101,12 @@ struct sroce_net;
  * @ah_next: next AH number to try
  * @srq_xa: XRC SRQ number -> struct sroce_srq (own xa_lock)
  * @srq_next: next XRC SRQ number to try
- * @mem_xa: the memory table: slot (sroce_key_slot()) -> struct sroce_mem,
- *          the entry of an MR or a window (own xa_lock)
- * @mem_next: next slot to try, so that slots are used round-robin
- * @mem_gen: how many times the slots have wrapped around (under the
- *           xa_lock of @mem_xa): the high bits of the next keys' indices
- * @key_perm: the permutation from slot and generation to key index, drawn
- *            at random for this device (sroce_key_perm_init())
+ * @mem_xa: the memory table: key index -> struct sroce_mem, the entry of
+ *          an MR or a window (own xa_lock)
+ * @key_lock: serialises handing out key indices (sroce_mem_add_key())
+ * @key_used: bitmap of the key indices handed out since the last renewal,
+ *            those in use among them (under @key_lock)
+ * @key_nused: how many bits of @key_used are set (under @key_lock)
  * @counters: the device's statistics, indexed by enum sroce_counter: added
  *            to atomically from any context (sroce_count()), read by
  *            ops.get_hw_stats ("rdma statistic")
@@ -127,9 +126,9 @@ struct sroce_dev {
 	atomic_t num_mr;
 	atomic_t num_mw;
 	struct xarray mem_xa;
-	u32 mem_next;
-	u32 mem_gen;
-	struct sroce_key_perm *key_perm;
+	struct mutex key_lock; /* protects key_used, key_nused */
+	unsigned long *key_used;
+	u32 key_nused;
 	atomic_t num_qp;
 	struct xarray qp_xa;
 	atomic_t num_ah;

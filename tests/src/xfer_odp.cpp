@@ -521,7 +521,8 @@ void expect_odp_kind(Pair &p, uint64_t mrlen, const char *want)
 // traffic: an explicit ODP MR of 64 pages counts 16 faults after a WRITE
 // of 16 pages, 8 invalidations after 8 of them are dropped, 4 prefetched
 // pages, 8 more faults for a READ of the 16 (the dropped ones come back),
-// with the pages mapped each time; a re-registration and a bound window;
+// with the pages mapped each time; PREFETCH_NO_FAULT counts only the
+// pages the process has; a re-registration and a bound window;
 // a pinned MR maps all its pages; an implicit ODP MR counts the 2 pages a
 // WRITE reached. The device's odp_* counters move by as much.
 void t_res_mr(Pair &p)
@@ -574,6 +575,21 @@ void t_res_mr(Pair &p)
 		      "device counter %s moved by %lld, expected %lld",
 		      dev_counters[i],
 		      port_counter(p, dev_counters[i]) - before[i], want[i]);
+
+	// PREFETCH_NO_FAULT counts what it made present only: none of 4
+	// pages the process never touched, then the 2 of them it wrote.
+	sge = { uintptr_t(m + 40 * pg), uint32_t(4 * pg), odp->lkey };
+	for (int touched : { 0, 2 }) {
+		memset(m + 40 * pg, 5, touched * pg);
+		CHECK(ibv_advise_mr(p.b.pd,
+				    IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+				    IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1) == 0,
+		      "advise_mr NO_FAULT: %s", strerror(errno));
+		expect_attr(p, len, "pages_prefetched", 4 + touched,
+			    "NO_FAULT of 4 pages, some touched");
+		expect_attr(p, len, "pages_mapped", 20 + touched,
+			    "NO_FAULT of 4 pages, some touched");
+	}
 
 	CHECK(ibv_rereg_mr(odp, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr,
 			   0, kOdpAccess | IBV_ACCESS_MW_BIND) == 0,
