@@ -92,8 +92,8 @@ static inline u32 sroce_key_index(u32 key)
  * @faults: ODP: pages the data path faulted in (an access found its page
  *          missing, or not writable for a write)
  * @invalidated: ODP: mapped pages the MMU notifier took away
- * @prefetched: ODP: pages ibv_advise_mr() made present (those already
- *              present included)
+ * @prefetched: ODP: pages ibv_advise_mr() made present, and those a
+ *              stream's fault-ahead made present for its next message
  *
  * The ODP counts are of this pin: a re-registration with a new translation
  * starts them anew ("rdma resource show mr", sroce_fill_res_mr_entry()).
@@ -145,6 +145,7 @@ enum sroce_map_type {
  *        for an MR; for a window over part of an MR, @iova less the
  *        window's offset into the MR
  * @pin: SROCE_MAP_USER: the pages
+ * @window: a window's view of an MR's map (sroce_map_window())
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
  * @npages: SROCE_MAP_FAST: entries of @pages
@@ -166,6 +167,7 @@ struct sroce_map {
 	u64 length;
 	u64 base;
 	struct sroce_pin *pin;
+	bool window;
 	unsigned int page_shift;
 	unsigned int first_offset;
 	u32 npages;
@@ -312,8 +314,8 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
-void sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
-			   bool write);
+u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			  bool write, bool speculative);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -351,9 +353,10 @@ static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 	return 0;
 }
 
-static inline void sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
-					 u64 len, bool write)
+static inline u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
+					u64 len, bool write, bool speculative)
 {
+	return 0;
 }
 
 static inline int sroce_advise_mr(struct ib_pd *pd,

@@ -12,6 +12,7 @@
 #define SROCE_MEM_API_H
 
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 struct ib_mr;
 struct ib_pd;
@@ -19,6 +20,31 @@ struct sroce_dev;
 
 /* A key's translation, as a lookup found it (sroce_mem.h). */
 struct sroce_map;
+
+/**
+ * struct sroce_ahead - faulting in ahead of a stream of messages
+ * @work: the job faulting in the pages the next message of a stream will
+ *        reach, on an unbound worker (sroce_task_queue_unbound())
+ * @map: the job's map (a reference the job drops), set while it is queued
+ * @va: the job's first byte
+ * @len: its bytes
+ * @write: it faults for writing
+ * @map_id: the map the last message went through (sroce_map_id())
+ * @msg_end: where the last message ended
+ *
+ * One per direction of a responder (the WRITEs it takes, the READs it
+ * answers), under the QP's lock but for the job's fields, which the data
+ * path writes only while no job is queued or running.
+ */
+struct sroce_ahead {
+	struct work_struct work;
+	struct sroce_map *map;
+	u64 va;
+	u64 len;
+	bool write;
+	u64 map_id;
+	u64 msg_end;
+};
 
 /* A window bind, as a send WQE carries it. */
 struct sroce_bind {
@@ -42,8 +68,11 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig);
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
-void sroce_map_fault_ahead(struct sroce_map *map, u64 va, u64 len,
-			   bool write);
+void sroce_ahead_init(struct sroce_ahead *ahead);
+void sroce_ahead_reset(struct sroce_ahead *ahead);
+void sroce_ahead_stop(struct sroce_ahead *ahead);
+void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
+			   u64 va, u64 len, bool write);
 
 /* sroce_mr.c: local operations of the send queue */
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,

@@ -583,9 +583,10 @@ out:
 
 /*
  * Wait until nothing but the caller uses @map: every access that found it
- * (a packet's copy, an atomic, a prefetch) is done. Accesses are short and
- * none holds a map across packets, so this ends; a lookup that races with
- * it sees the state its key has now and fails (sroce_mem_get()).
+ * (a packet's copy, an atomic, a prefetch, an ODP fault-ahead job of at
+ * most 4 MiB) is done. Accesses are short and none but a fault-ahead job
+ * holds a map across packets, so this ends; a lookup that races with it
+ * sees the state its key has now and fails (sroce_mem_get()).
  */
 static void sroce_map_drain(struct sroce_map *map)
 {

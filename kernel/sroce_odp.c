@@ -425,7 +425,7 @@ static unsigned int sroce_odp_present(struct ib_umem_odp *odp, u64 uva,
  * Return: the bytes it covers (clipped to its umem), or 0 if it failed.
  */
 static u64 sroce_odp_fault_chunk(struct sroce_map *map, u64 uva, u64 len,
-				 u64 bits)
+				 u64 bits, bool speculative)
 {
 	unsigned int before, after, pages;
 	struct ib_umem_odp *odp;
@@ -449,8 +449,10 @@ static u64 sroce_odp_fault_chunk(struct sroce_map *map, u64 uva, u64 len,
 	after = sroce_odp_present(odp, uva, len, bits);
 	mutex_unlock(&odp->umem_mutex);
 	if (after > before) {
-		atomic64_add(after - before, &map->pin->faults);
-		sroce_count_add(to_sdev(odp->umem.ibdev), SROCE_CNT_ODP_FAULTS,
+		atomic64_add(after - before, speculative ?
+			     &map->pin->prefetched : &map->pin->faults);
+		sroce_count_add(to_sdev(odp->umem.ibdev), speculative ?
+				SROCE_CNT_ODP_PREFETCHED : SROCE_CNT_ODP_FAULTS,
 				after - before);
 	}
 out:
@@ -459,32 +461,37 @@ out:
 }
 
 /**
- * sroce_odp_fault_ahead - sroce_map_fault_ahead() for an ODP map
+ * sroce_odp_fault_ahead - fault in the start of a range of an ODP map
  * @map: a map whose pin is an ODP range covering [va, va + len)
  * @va: the first byte
  * @len: bytes; only the first 2 MiB of them are faulted
  * @write: fault for writing
+ * @speculative: for a message still to come, not one being copied
  *
  * The pages that become present count as page faults, as the copies'
- * faults do; pages already there cost one look under the mutex.
+ * faults do, or as prefetched if @speculative; pages already there cost
+ * one look under the mutex.
+ * Return: the bytes from @va it covered, 0 if it could not fault them.
  */
-void sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
-			   bool write)
+u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+			  bool write, bool speculative)
 {
 	u64 uva = map->pin->umem->address + (va - map->base);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	u64 done = 0;
 
 	len = min_t(u64, len, SROCE_PREFETCH_CHUNK);
-	while (len) {
-		u64 n = min_t(u64, len, SROCE_PREFETCH_CHUNK -
-				       (uva & (SROCE_PREFETCH_CHUNK - 1)));
+	while (done < len) {
+		u64 n = min_t(u64, len - done, SROCE_PREFETCH_CHUNK -
+				   ((uva + done) & (SROCE_PREFETCH_CHUNK - 1)));
 
-		n = sroce_odp_fault_chunk(map, uva, n, bits);
+		n = sroce_odp_fault_chunk(map, uva + done, n, bits,
+					  speculative);
 		if (!n)
-			return;
-		uva += n;
-		len -= n;
+			break;
+		done += n;
 	}
+	return done;
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */

@@ -221,6 +221,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	mutex_init(&qp->lock);
 	spin_lock_init(&qp->post_lock);
 	sroce_task_qp_init(qp);
+	sroce_ahead_init(&qp->resp.write_ahead);
+	sroce_ahead_init(&qp->resp.read_ahead);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	err = sroce_ring_init(&qp->sq, uctx,
 			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
@@ -258,16 +260,15 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	sroce_qp_real_cap(qp, &qp->cap);
 	init->cap = qp->cap;
 
+	err = sroce_qp_copy_resp(qp, udata);
+	if (err)
+		goto err_mem;
+	/* Last: from here packets find the QP, and only destroy frees it. */
 	err = sroce_qp_add_qpn(sdev, qp);
 	if (err)
 		goto err_mem;
-	err = sroce_qp_copy_resp(qp, udata);
-	if (err)
-		goto err_qpn;
 	return 0;
 
-err_qpn:
-	xa_erase_irq(&sdev->qp_xa, ibqp->qp_num);
 err_mem:
 	kfree(qp->resp.rwqe);
 	kvfree(qp->swqe);
@@ -296,6 +297,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_task_drain(qp);
 	del_timer_sync(&qp->timer);
 	del_timer_sync(&qp->retry_timer);
+	sroce_ahead_stop(&qp->resp.write_ahead);
+	sroce_ahead_stop(&qp->resp.read_ahead);
 
 	sroce_resp_reset(qp);
 	kfree(qp->resp.rwqe);

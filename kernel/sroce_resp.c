@@ -412,7 +412,8 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			if (IS_ERR(map))
 				return SROCE_RESP_NAK_ACCESS;
 			r->map_id = sroce_map_id(map);
-			sroce_map_fault_ahead(map, r->va, len, true);
+			sroce_map_fault_ahead(&r->write_ahead, map, r->va, len,
+					      true);
 			sroce_map_put(map);
 		}
 	}
@@ -601,7 +602,8 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 			return SROCE_RESP_NAK_ACCESS;
 		map_id = sroce_map_id(map);
 		if (!dup)
-			sroce_map_fault_ahead(map, be64_to_cpu(reth->va), len,
+			sroce_map_fault_ahead(&qp->resp.read_ahead, map,
+					      be64_to_cpu(reth->va), len,
 					      false);
 		sroce_map_put(map);
 	}
@@ -1057,4 +1059,6 @@ void sroce_resp_reset(struct sroce_qp *qp)
 	qp->resp.ack_owed = false;
 	qp->resp.acks_held = 0;
 	memset(qp->resp.res, 0, sizeof(qp->resp.res));
+	sroce_ahead_reset(&qp->resp.write_ahead);
+	sroce_ahead_reset(&qp->resp.read_ahead);
 }

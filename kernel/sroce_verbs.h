@@ -21,6 +21,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce_hdr.h"
+#include "sroce_mem_api.h"
 #include "sroce_param.h"
 #include "sroce_queue.h"
 
@@ -295,6 +296,8 @@ struct sroce_req {
  *            of messages gets one ACK (for @ack_psn)
  * @ack_psn: the PSN the owed ACK acknowledges
  * @acks_held: ACKs folded into the owed one
+ * @write_ahead: faulting in ahead of the RDMA WRITEs taken (ODP)
+ * @read_ahead: faulting in ahead of the READs answered (ODP)
  */
 struct sroce_resp {
 	u32 epsn;
@@ -327,6 +330,8 @@ struct sroce_resp {
 		u8 kind;	/* SROCE_RES_* */
 	} res[SROCE_MAX_RD_ATOMIC];
 	u32 res_next;
+	struct sroce_ahead write_ahead;
+	struct sroce_ahead read_ahead;
 };
 
 enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };

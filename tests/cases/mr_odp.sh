@@ -13,10 +13,13 @@
 # ODP as the target of type 1 and type 2 window binds; READ and atomics at
 # unmapped ODP memory (remote access error, nothing lands); RDMA Atomic
 # Write into ODP memory; SEND and WRITE with immediate into ODP receive
-# buffers and memory, on RC and UC.
+# buffers and memory, on RC and UC. odp_ahead: a stream of WRITEs, and
+# one of READs, into an explicit ODP MR gets the next message's pages
+# prefetched on another CPU (counted as prefetched, never past the MR);
+# implicit ODP and a WRITE out of the stream get nothing more.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 odp advise res_mr odp_more odp_atomic_write \
-	odp_write_recv
+	odp_write_recv odp_ahead
 xfer_all sroce0 uc 1024 odp_write_recv
 xfer_all sroce0 rc 4096 odp

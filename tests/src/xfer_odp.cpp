@@ -636,6 +636,171 @@ void t_res_mr(Pair &p)
 	munmap(m2, 8 * pg);
 }
 
+// @name of the MR of @mrlen bytes reaches @want, by a job on another CPU:
+// wait for it (at most 20 s), then check it.
+void wait_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
+	       const char *when)
+{
+	long long got = -1;
+	for (int i = 0; i < 200; i++) {
+		if (res_mr_attr(p, mrlen, name, &got) && got == want)
+			return;
+		usleep(100000);
+	}
+	expect_attr(p, mrlen, name, want, when);
+}
+
+// Fault-ahead of a stream of messages of 16 pages, each where the last
+// ended, through an explicit ODP MR of 56 pages: the first two are faulted
+// by the responder (32 faults); from the second on, the next message's
+// pages are prefetched on an unbound worker, clipped to the MR (16, then
+// 8: 24 prefetched); a message under 64 KiB gets no job. The same four
+// WRITEs posted together: every page counted once, as a fault or as
+// prefetched (a job not started yet is cancelled). A WRITE that does not
+// continue the last one, a stream through a window, and one through an
+// implicit ODP MR prefetch nothing; a stream of READs prefetches as WRITEs
+// do. Every byte checked; the device's counters move by as much.
+void t_odp_ahead(Pair &p)
+{
+	const size_t pg = 4096, msg = 16 * pg, len = 56 * pg, span = 72 * pg;
+	const char *dev_counters[] = { "odp_page_faults",
+				       "odp_pages_prefetched" };
+	long long before[2];
+	for (int i = 0; i < 2; i++)
+		before[i] = port_counter(p, dev_counters[i]);
+	uint64_t id = 500;
+	uint8_t *m = nullptr;
+	uint32_t rkey = 0;
+	// Post WRITEs of @n bytes at each of @offs, then check each.
+	auto write = [&](std::initializer_list<size_t> offs, size_t n) {
+		uint64_t first = id;
+		for (size_t off : offs) {
+			fill(p.a, (id - first) * msg, n, uint8_t(id));
+			CHECK(post_send(p.a, IBV_WR_RDMA_WRITE,
+					(id - first) * msg, n, id,
+					uintptr_t(m + off), rkey) == 0, "post");
+			id++;
+		}
+		id = first;
+		for (size_t off : offs) {
+			expect_wc(p.a, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+			CHECK(!memcmp(m + off, &p.a.buf[(id - first) * msg], n),
+			      "WRITE at page %zu: bytes differ", off / pg);
+			id++;
+		}
+	};
+	auto fresh_mr = [&](size_t mrlen) {
+		m = map_anon(span);
+		ibv_mr *mr = m ? ibv_reg_mr(p.b.pd, m, mrlen,
+					    kOdpAccess | IBV_ACCESS_MW_BIND) :
+				 nullptr;
+		CHECK(mr, "reg ODP MR: %s", strerror(errno));
+		rkey = mr ? mr->rkey : 0;
+		return mr;
+	};
+	auto done_mr = [&](ibv_mr *mr) {
+		CHECK(ibv_dereg_mr(mr) == 0, "dereg ODP MR");
+		munmap(m, span);
+	};
+
+	ibv_mr *odp = fresh_mr(len);
+	if (!odp)
+		return;
+	write({ 0 }, msg);
+	expect_attr(p, len, "page_faults", 16, "first WRITE");
+	expect_attr(p, len, "pages_prefetched", 0, "first WRITE");
+	write({ msg }, msg);
+	wait_attr(p, len, "pages_prefetched", 16, "second WRITE of the stream");
+	expect_attr(p, len, "page_faults", 32, "second WRITE of the stream");
+	write({ 2 * msg }, msg);
+	wait_attr(p, len, "pages_prefetched", 24,
+		  "third WRITE, the next range clipped to the MR");
+	expect_attr(p, len, "page_faults", 32, "third WRITE of the stream");
+	write({ 3 * msg }, 8 * pg);
+	expect_attr(p, len, "page_faults", 32, "last WRITE, to the MR's end");
+	expect_attr(p, len, "pages_mapped", 56, "last WRITE, to the MR's end");
+	done_mr(odp);
+
+	odp = fresh_mr(len);
+	if (!odp)
+		return;
+	write({ 0, msg, 2 * msg }, msg);
+	write({ 3 * msg }, 8 * pg);
+	usleep(200000);
+	long long faults = -1, prefetched = -1;
+	CHECK(res_mr_attr(p, len, "page_faults", &faults) &&
+	      res_mr_attr(p, len, "pages_prefetched", &prefetched) &&
+	      faults >= 32 && faults + prefetched == 56,
+	      "4 WRITEs posted together: %lld faults, %lld prefetched, expected "
+	      "56 in all, at least 32 faults", faults, prefetched);
+	expect_attr(p, len, "pages_mapped", 56, "4 WRITEs posted together");
+	done_mr(odp);
+
+	odp = fresh_mr(len);
+	if (!odp)
+		return;
+	write({ 0 }, msg);
+	write({ 2 * msg }, msg);
+	usleep(200000);
+	expect_attr(p, len, "pages_prefetched", 0, "a WRITE out of the stream");
+	CHECK(resident(m + 3 * msg, msg) == 0,
+	      "a WRITE out of the stream faulted the next range in");
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	CHECK(mw, "alloc_mw: %s", strerror(errno));
+	if (mw) {
+		rkey = bind_type2(p, mw, odp, m, len, IBV_ACCESS_REMOTE_WRITE,
+				  id++);
+		write({ 0, msg }, msg);
+		usleep(200000);
+		expect_attr(p, len, "pages_prefetched", 0,
+			    "a stream through a window");
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
+	}
+	done_mr(odp);
+	// 32 + 48 faults and 24 prefetched besides the WRITEs posted together.
+	const long long want[2] = { 80 + faults, 24 + prefetched };
+	for (int i = 0; i < 2; i++)
+		CHECK(port_counter(p, dev_counters[i]) - before[i] == want[i],
+		      "device counter %s moved by %lld, expected %lld",
+		      dev_counters[i],
+		      port_counter(p, dev_counters[i]) - before[i], want[i]);
+
+	// READs: the responder reads pages the process never touched.
+	odp = fresh_mr(len);
+	if (!odp)
+		return;
+	for (size_t off = 0; off < 3 * msg; off += msg) {
+		memset(&p.a.buf[0], 0xee, msg);
+		CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, msg, id,
+				uintptr_t(m + off), rkey) == 0, "post");
+		expect_wc(p.a, id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, msg);
+		CHECK(all_are(&p.a.buf[0], msg, 0), "READ: bytes not zero");
+	}
+	wait_attr(p, len, "pages_prefetched", 24, "a stream of 3 READs");
+	expect_attr(p, len, "page_faults", 32, "a stream of 3 READs");
+	done_mr(odp);
+
+	// Implicit ODP: no guess beyond what the messages reach.
+	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kOdpAccess);
+	CHECK(imp, "reg implicit ODP MR: %s", strerror(errno));
+	if (!imp)
+		return;
+	m = map_anon(span);
+	rkey = imp->rkey;
+	if (m) {
+		write({ 0, msg, 2 * msg }, msg);
+		usleep(200000);
+		expect_attr(p, SIZE_MAX, "pages_prefetched", 0,
+			    "implicit, a stream");
+		expect_attr(p, SIZE_MAX, "page_faults", 48,
+			    "implicit, a stream");
+		CHECK(resident(m + 3 * msg, msg) == 0,
+		      "implicit ODP faulted in pages no message reached");
+		munmap(m, span);
+	}
+	CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
+}
+
 const Test tests[] = {
 	{ "odp", t_odp, nullptr, false },
 	{ "advise", t_advise, nullptr, false },
@@ -644,6 +809,7 @@ const Test tests[] = {
 	{ "odp_atomic_write", t_odp_atomic_write, odp_with_atomic_write,
 	  false },
 	{ "odp_write_recv", t_odp_write_recv, nullptr, true },
+	{ "odp_ahead", t_odp_ahead, nullptr, false },
 };
 
 } // namespace
