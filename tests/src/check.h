@@ -22,6 +22,17 @@ inline int failures;
 		}                                                              \
 	} while (0)
 
+// A bench's result line for make bench: "NAME VALUE", or "NAME NA" when
+// @v is negative (not measured: refused or failed).
+inline void report(const char *name, double v)
+{
+	if (v < 0)
+		printf("%s NA\n", name);
+	else
+		printf("%s %.1f\n", name, v);
+	fflush(stdout);
+}
+
 // A send WR of one SGE; the caller adds what its opcode needs.
 inline ibv_send_wr one_sge_wr(ibv_sge *sge, ibv_wr_opcode op, uint64_t id,
 			      unsigned flags = IBV_SEND_SIGNALED)

@@ -41,15 +41,6 @@ template <typename Op> double rate(int min_iters, Op op)
 	return n / secs;
 }
 
-void report(const char *name, double v)
-{
-	if (v < 0)
-		printf("%s NA\n", name);
-	else
-		printf("%s %.1f\n", name, v);
-	fflush(stdout);
-}
-
 uint8_t *map(size_t len)
 {
 	void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE,

@@ -40,15 +40,6 @@ double secs_since(clk::time_point t0)
 	return std::chrono::duration<double>(clk::now() - t0).count();
 }
 
-void report(const char *name, double v)
-{
-	if (v < 0)
-		printf("%s NA\n", name);
-	else
-		printf("%s %.1f\n", name, v);
-	fflush(stdout);
-}
-
 // a WRITEs its 1 MiB buffer over [dst, dst + kSweep) through @rkey.
 // Return: MB/s, or -1 if a WRITE failed or the bytes did not land.
 double sweep(Pair &p, uint8_t *dst, uint32_t rkey)
