@@ -53,6 +53,8 @@ for r in $(seq "$rounds"); do
 		done
 		run write_lat_8 ib_write_lat -s 8 -n 20000
 		run send_lat_8 ib_send_lat -s 8 -n 20000
+		# UC: the same WRITEs with no acknowledgment at all.
+		run write_lat_uc_8 ib_write_lat -s 8 -n 20000 -c UC
 		# Memory registration (ops/s).
 		timeout 600 tests/bin/sroce-mrbench "$dev" 2>/dev/null |
 			while read -r name v; do
@@ -110,6 +112,9 @@ print()
 for n in ('write_lat_8', 'send_lat_8'):
     r = med(n) / rxe_med(n)
     goal(f"sroce {n} / rxe (goal <= 0.5)", r, r <= 0.5)
+# What the acknowledgment costs at most: UC WRITEs have none.
+print(f"sroce write_lat_uc_8 (no ACK) / rxe write_lat_8: "
+      f"{med('write_lat_uc_8') / rxe_med('write_lat_8'):.2f}x")
 for n in names:
     if n.startswith('reg_dereg_'):
         r = med(n) / rxe_med(n)
