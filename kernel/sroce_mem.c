@@ -384,6 +384,8 @@ static void sroce_ahead_work(struct work_struct *work)
 	struct sroce_map *map = ahead->map;
 	u64 va = ahead->va, len = ahead->len;
 
+	if (map->pin->implicit)
+		len = sroce_odp_private_len(map, va, len);
 	while (len) {
 		u64 n = sroce_odp_fault_ahead(map, va, len, ahead->write, true);
 
@@ -452,12 +454,13 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * For an ODP map, at a message's first packet: fault in the first 2 MiB
  * of the message now, with one fault instead of one per page. Then, if
  * the message continues the last one through the same map (a stream), is
- * at least SROCE_AHEAD_MIN long, and the map is an MR's explicit ODP range
- * (memory the consumer named: not a whole address space, not a window,
- * whose invalidation does not wait for its users), queue a job that
- * faults in, beside the engine while this message is copied, the range
- * the next message of the stream would reach, clipped to the map; those
- * pages count as prefetched, the rest as faults. Anything else needs
+ * at least SROCE_AHEAD_MIN long, and the map is an MR's ODP range (not a
+ * window, whose invalidation does not wait for its users), queue a job
+ * that faults in, beside the engine while this message is copied, the
+ * range the next message of the stream would reach, clipped to the map;
+ * those pages count as prefetched, the rest as faults. Through implicit
+ * ODP, where the consumer named no memory, the job goes only as far as
+ * the range is private anonymous memory (sroce_odp_private_len()). Anything else needs
  * nothing. Only a hint: what cannot be had is faulted (or refused) by the
  * copies as usual. May sleep: a job of the last message that has not
  * started is cancelled, one under way is waited for (it may be faulting
@@ -481,8 +484,7 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	ahead->map_id = sroce_map_id(map);
 	ahead->msg_end = end;
 	sroce_odp_fault_ahead(map, va, len, write, false);
-	if (!stream || len < SROCE_AHEAD_MIN || map->pin->implicit ||
-	    map->window || end >= map_end)
+	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
 		return;
 	kref_get(&map->ref);
 	ahead->map = map;

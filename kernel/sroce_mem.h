@@ -316,6 +316,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
 u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 			  bool write, bool speculative);
+u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -355,6 +356,12 @@ static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 
 static inline u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
 					u64 len, bool write, bool speculative)
+{
+	return 0;
+}
+
+static inline u64 sroce_odp_private_len(struct sroce_map *map, u64 va,
+					u64 len)
 {
 	return 0;
 }

@@ -343,6 +343,30 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
 	sroce_odp_put_umem(map->pin);
 }
 
+/*
+ * Copy @len bytes between @buf and the kernel address @addr of an ODP page
+ * (which may be larger than PAGE_SIZE), a PAGE_SIZE piece at a time as the
+ * pinned path does: the compiler copies a piece it knows to be at most a
+ * page inline, 8 bytes a step, where memcpy() of an unbounded length may
+ * copy a byte a step (ERMS). Where that is emulated (QEMU TCG) the ODP
+ * path took 1.5 times as long as the pinned one for that alone.
+ */
+static void sroce_odp_copy_page(void *addr, void *buf, u64 len, bool to_mem)
+{
+	while (len) {
+		unsigned int n = min_t(u64, len,
+				       PAGE_SIZE - offset_in_page(addr));
+
+		if (to_mem)
+			memcpy(addr, buf, n);
+		else
+			memcpy(buf, addr, n);
+		addr += n;
+		buf += n;
+		len -= n;
+	}
+}
+
 /**
  * sroce_odp_copy - sroce_map_copy() for a map whose pin is an ODP range
  * @map: a map from sroce_mem_get() whose range covers [va, va + len)
@@ -369,10 +393,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
-		if (to_mem)
-			memcpy(addr, buf, n);
-		else
-			memcpy(buf, addr, n);
+		sroce_odp_copy_page(addr, buf, n, to_mem);
 		sroce_odp_unlock(map, odp);
 		va += n;
 		buf += n;
@@ -492,6 +513,39 @@ u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 		done += n;
 	}
 	return done;
+}
+
+/**
+ * sroce_odp_private_len - how much of a range is private anonymous memory
+ * @map: a map whose pin is an ODP range covering [va, va + len)
+ * @va: the first byte
+ * @len: bytes
+ *
+ * Where a speculative fault-in may go without a consumer naming the
+ * memory (implicit ODP): a page of a private anonymous mapping that no
+ * one has touched is a page of zeroes either way, so faulting it in
+ * early changes nothing the process or anyone else can see. A file, or
+ * memory shared with another process, is left alone. May sleep.
+ *
+ * Return: the bytes from @va that lie in one such mapping of the range's
+ * process (0 if @va is in none, or the process has exited).
+ */
+u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
+{
+	u64 uva = map->pin->umem->address + (va - map->base);
+	struct mm_struct *mm = map->pin->umem->owning_mm;
+	struct vm_area_struct *vma;
+	u64 n = 0;
+
+	if (!mmget_not_zero(mm))
+		return 0;
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, uva);
+	if (vma && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED))
+		n = min(len, vma->vm_end - uva);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return n;
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */
