@@ -273,6 +273,7 @@ static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);
+void sroce_copy_paged(void *addr, void *buf, u64 len, bool to_mem);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);

@@ -343,30 +343,6 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
 	sroce_odp_put_umem(map->pin);
 }
 
-/*
- * Copy @len bytes between @buf and the kernel address @addr of an ODP page
- * (which may be larger than PAGE_SIZE), a PAGE_SIZE piece at a time as the
- * pinned path does: the compiler copies a piece it knows to be at most a
- * page inline, 8 bytes a step, where memcpy() of an unbounded length may
- * copy a byte a step (ERMS). Where that is emulated (QEMU TCG) the ODP
- * path took 1.5 times as long as the pinned one for that alone.
- */
-static void sroce_odp_copy_page(void *addr, void *buf, u64 len, bool to_mem)
-{
-	while (len) {
-		unsigned int n = min_t(u64, len,
-				       PAGE_SIZE - offset_in_page(addr));
-
-		if (to_mem)
-			memcpy(addr, buf, n);
-		else
-			memcpy(buf, addr, n);
-		addr += n;
-		buf += n;
-		len -= n;
-	}
-}
-
 /**
  * sroce_odp_copy - sroce_map_copy() for a map whose pin is an ODP range
  * @map: a map from sroce_mem_get() whose range covers [va, va + len)
@@ -393,7 +369,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
-		sroce_odp_copy_page(addr, buf, n, to_mem);
+		sroce_copy_paged(addr, buf, n, to_mem);
 		sroce_odp_unlock(map, odp);
 		va += n;
 		buf += n;
