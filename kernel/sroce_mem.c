@@ -384,11 +384,15 @@ static void sroce_ahead_work(struct work_struct *work)
 	struct sroce_map *map = ahead->map;
 	u64 va = ahead->va, len = ahead->len;
 
-	if (map->pin->implicit)
-		len = sroce_odp_private_len(map, va, len);
 	while (len) {
-		u64 n = sroce_odp_fault_ahead(map, va, len, ahead->write, true);
+		u64 n = len;
 
+		/* Implicit ODP: only as far as private memory goes, now. */
+		if (map->pin->implicit)
+			n = sroce_odp_private_len(map, va, n);
+		if (n)
+			n = sroce_odp_fault_ahead(map, va, n, ahead->write,
+						  true);
 		if (!n)
 			break;
 		va += n;

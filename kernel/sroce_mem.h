@@ -78,7 +78,8 @@ static inline u32 sroce_key_index(u32 key)
  *           @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
  *           an access reached, for chunks where the process has memory
  *           mapped, at most SROCE_ODP_MAX_CHILDREN of them; so a range's
- *           page lists cost the kernel only for chunks in use
+ *           page lists cost the kernel only for chunks in use. The pin
+ *           holds the root's mm (mmgrab()), which ib_core's root does not
  * @children: chunk index -> struct ib_umem_odp
  * @child_rwsem: held for reading by each access through a child, for
  *               writing to make or free one (so none is freed under an

@@ -11,6 +11,7 @@
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 #include <rdma/ib_umem_odp.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -105,6 +106,13 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 			kfree(pin);
 			return ERR_CAST(odp);
 		}
+		/*
+		 * ib_core's implicit root does not hold its mm (only the
+		 * children do, through their notifiers): hold it here, so
+		 * that looking at the owner's mappings before any child
+		 * exists never finds it freed.
+		 */
+		mmgrab(odp->umem.owning_mm);
 		/*
 		 * ib_core keeps no range in an implicit root (its children
 		 * have theirs): it holds the range here, where the pinned
@@ -500,8 +508,11 @@ u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
  * Where a speculative fault-in may go without a consumer naming the
  * memory (implicit ODP): a page of a private anonymous mapping that no
  * one has touched is a page of zeroes either way, so faulting it in
- * early changes nothing the process or anyone else can see. A file, or
- * memory shared with another process, is left alone. May sleep.
+ * early changes nothing the process or anyone else can see. A file,
+ * memory shared with another process, and memory whose faults a
+ * userfaultfd handles are left alone. Only a snapshot: the mapping may
+ * change once the mmap lock is dropped, so the caller asks again before
+ * each step. May sleep.
  *
  * Return: the bytes from @va that lie in one such mapping of the range's
  * process (0 if @va is in none, or the process has exited).
@@ -517,7 +528,8 @@ u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 		return 0;
 	mmap_read_lock(mm);
 	vma = vma_lookup(mm, uva);
-	if (vma && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED))
+	if (vma && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED) &&
+	    !userfaultfd_armed(vma))
 		n = min(len, vma->vm_end - uva);
 	mmap_read_unlock(mm);
 	mmput(mm);

@@ -783,7 +783,7 @@ void t_odp_ahead(Pair &p)
 	done_mr(odp);
 
 	// Implicit ODP: a stream into private anonymous memory is faulted in
-	// ahead, as far as that mapping goes (a PROT_NONE mapping after it);
+	// ahead, as far as that mapping goes (shared memory mapped after it);
 	// a stream into shared memory never is.
 	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kOdpAccess);
 	CHECK(imp, "reg implicit ODP MR: %s", strerror(errno));
@@ -791,7 +791,12 @@ void t_odp_ahead(Pair &p)
 		return;
 	rkey = imp->rkey;
 	m = map_anon(span + msg);
-	if (m && mprotect(m + span, msg, PROT_NONE) == 0) {
+	void *after = m ? mmap(m + span, msg, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) :
+			  MAP_FAILED;
+	CHECK(!m || after == m + span, "mmap shared after: %s",
+	      strerror(errno));
+	if (after == m + span) {
 		write({ 0 }, msg);
 		write({ msg }, msg);
 		wait_attr(p, SIZE_MAX, "pages_prefetched", 16,
@@ -807,7 +812,8 @@ void t_odp_ahead(Pair &p)
 		expect_attr(p, SIZE_MAX, "page_faults", 32,
 			    "implicit, a stream of 4 WRITEs");
 		CHECK(resident(m + span, msg) == 0,
-		      "implicit ODP faulted in pages past the mapping");
+		      "implicit ODP faulted in the shared memory after the "
+		      "private mapping");
 	}
 	if (m)
 		munmap(m, span + msg);
