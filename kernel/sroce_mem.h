@@ -78,7 +78,8 @@ static inline u32 sroce_key_index(u32 key)
  *           @children holds a child umem per SROCE_ODP_CHILD_SHIFT chunk
  *           an access reached, for chunks where the process has memory
  *           mapped, at most SROCE_ODP_MAX_CHILDREN of them; so a range's
- *           page lists cost the kernel only for chunks in use
+ *           page lists cost the kernel only for chunks in use. The pin
+ *           holds the root's mm (mmgrab()), which ib_core's root does not
  * @children: chunk index -> struct ib_umem_odp
  * @child_rwsem: held for reading by each access through a child, for
  *               writing to make or free one (so none is freed under an
@@ -273,6 +274,7 @@ static inline bool sroce_odp_is_implicit(u64 start, u64 length, int access)
 int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);
+void sroce_copy_paged(void *addr, void *buf, u64 len, bool to_mem);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);
@@ -316,6 +318,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
 u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 			  bool write, bool speculative);
+u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -355,6 +358,12 @@ static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 
 static inline u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
 					u64 len, bool write, bool speculative)
+{
+	return 0;
+}
+
+static inline u64 sroce_odp_private_len(struct sroce_map *map, u64 va,
+					u64 len)
 {
 	return 0;
 }

@@ -32,6 +32,7 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
+	struct mm_struct *grabbed = NULL;
 
 	if (pin->chunked) {
 		struct ib_umem_odp *child;
@@ -40,11 +41,14 @@ static void sroce_pin_release(struct kref *ref)
 		xa_for_each(&pin->children, idx, child)
 			ib_umem_odp_release(child);
 		xa_destroy(&pin->children);
+		grabbed = pin->umem->owning_mm;
 	}
 	if (pin->odp)
 		ib_umem_odp_release(pin->odp);
 	else
 		ib_umem_release(pin->umem);
+	if (grabbed)
+		mmdrop(grabbed);
 	kvfree(pin->pages);
 	kfree(pin);
 }

@@ -11,6 +11,7 @@
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/userfaultfd_k.h>
 #include <rdma/ib_umem_odp.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -105,6 +106,13 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 			kfree(pin);
 			return ERR_CAST(odp);
 		}
+		/*
+		 * ib_core's implicit root does not hold its mm (only the
+		 * children do, through their notifiers): hold it here, so
+		 * that looking at the owner's mappings before any child
+		 * exists never finds it freed.
+		 */
+		mmgrab(odp->umem.owning_mm);
 		/*
 		 * ib_core keeps no range in an implicit root (its children
 		 * have theirs): it holds the range here, where the pinned
@@ -369,10 +377,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
-		if (to_mem)
-			memcpy(addr, buf, n);
-		else
-			memcpy(buf, addr, n);
+		sroce_copy_paged(addr, buf, n, to_mem);
 		sroce_odp_unlock(map, odp);
 		va += n;
 		buf += n;
@@ -492,6 +497,43 @@ u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 		done += n;
 	}
 	return done;
+}
+
+/**
+ * sroce_odp_private_len - how much of a range is private anonymous memory
+ * @map: a map whose pin is an ODP range covering [va, va + len)
+ * @va: the first byte
+ * @len: bytes
+ *
+ * Where a speculative fault-in may go without a consumer naming the
+ * memory (implicit ODP): a page of a private anonymous mapping that no
+ * one has touched is a page of zeroes either way, so faulting it in
+ * early changes nothing the process or anyone else can see. A file,
+ * memory shared with another process, and memory whose faults a
+ * userfaultfd handles are left alone. Only a snapshot: the mapping may
+ * change once the mmap lock is dropped, so the caller asks again before
+ * each step. May sleep.
+ *
+ * Return: the bytes from @va that lie in one such mapping of the range's
+ * process (0 if @va is in none, or the process has exited).
+ */
+u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
+{
+	u64 uva = map->pin->umem->address + (va - map->base);
+	struct mm_struct *mm = map->pin->umem->owning_mm;
+	struct vm_area_struct *vma;
+	u64 n = 0;
+
+	if (!mmget_not_zero(mm))
+		return 0;
+	mmap_read_lock(mm);
+	vma = vma_lookup(mm, uva);
+	if (vma && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED) &&
+	    !userfaultfd_armed(vma))
+		n = min(len, vma->vm_end - uva);
+	mmap_read_unlock(mm);
+	mmput(mm);
+	return n;
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */

@@ -16,7 +16,9 @@
 # buffers and memory, on RC and UC. odp_ahead: a stream of WRITEs, and
 # one of READs, into an explicit ODP MR gets the next message's pages
 # prefetched on another CPU (counted as prefetched, never past the MR);
-# implicit ODP and a WRITE out of the stream get nothing more.
+# through implicit ODP only within private anonymous memory (never past
+# its mapping, never shared memory); a WRITE out of the stream gets
+# nothing more.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 odp advise res_mr odp_more odp_atomic_write \

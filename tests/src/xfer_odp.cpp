@@ -657,9 +657,11 @@ void wait_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
 // 8: 24 prefetched); a message under 64 KiB gets no job. The same four
 // WRITEs posted together: every page counted once, as a fault or as
 // prefetched (a job not started yet is cancelled). A WRITE that does not
-// continue the last one, a stream through a window, and one through an
-// implicit ODP MR prefetch nothing; a stream of READs prefetches as WRITEs
-// do. Every byte checked; the device's counters move by as much.
+// continue the last one and a stream through a window prefetch nothing; a
+// stream of READs prefetches as WRITEs do. Through an implicit ODP MR, a
+// stream prefetches within private anonymous memory only, up to the end
+// of its mapping. Every byte checked; the device's counters move by as
+// much.
 void t_odp_ahead(Pair &p)
 {
 	const size_t pg = 4096, msg = 16 * pg, len = 56 * pg, span = 72 * pg;
@@ -780,23 +782,58 @@ void t_odp_ahead(Pair &p)
 	expect_attr(p, len, "page_faults", 32, "a stream of 3 READs");
 	done_mr(odp);
 
-	// Implicit ODP: no guess beyond what the messages reach.
+	// Implicit ODP: a stream into private anonymous memory is faulted in
+	// ahead, as far as that mapping goes (shared memory mapped after it);
+	// a stream into shared memory never is.
 	ibv_mr *imp = ibv_reg_mr(p.b.pd, nullptr, SIZE_MAX, kOdpAccess);
 	CHECK(imp, "reg implicit ODP MR: %s", strerror(errno));
 	if (!imp)
 		return;
-	m = map_anon(span);
 	rkey = imp->rkey;
-	if (m) {
-		write({ 0, msg, 2 * msg }, msg);
+	m = map_anon(span + msg);
+	void *after = m ? mmap(m + span, msg, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0) :
+			  MAP_FAILED;
+	CHECK(!m || after == m + span, "mmap shared after: %s",
+	      strerror(errno));
+	if (after == m + span) {
+		write({ 0 }, msg);
+		write({ msg }, msg);
+		wait_attr(p, SIZE_MAX, "pages_prefetched", 16,
+			  "implicit, second WRITE of a stream");
+		expect_attr(p, SIZE_MAX, "page_faults", 32,
+			    "implicit, second WRITE of a stream");
+		write({ 2 * msg }, msg);
+		wait_attr(p, SIZE_MAX, "pages_prefetched", 32,
+			  "implicit, third WRITE of a stream");
+		write({ 3 * msg }, msg);
+		wait_attr(p, SIZE_MAX, "pages_prefetched", 40,
+			  "implicit, the next range clipped to the mapping");
+		expect_attr(p, SIZE_MAX, "page_faults", 32,
+			    "implicit, a stream of 4 WRITEs");
+		CHECK(resident(m + span, msg) == 0,
+		      "implicit ODP faulted in the shared memory after the "
+		      "private mapping");
+	}
+	if (m)
+		munmap(m, span + msg);
+	void *shm = mmap(nullptr, span, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	CHECK(shm != MAP_FAILED, "mmap shared: %s", strerror(errno));
+	if (shm != MAP_FAILED) {
+		m = static_cast<uint8_t *>(shm);
+		write({ 0 }, msg);
+		write({ msg }, msg);
+		write({ 2 * msg }, msg);
 		usleep(200000);
-		expect_attr(p, SIZE_MAX, "pages_prefetched", 0,
-			    "implicit, a stream");
-		expect_attr(p, SIZE_MAX, "page_faults", 48,
-			    "implicit, a stream");
+		expect_attr(p, SIZE_MAX, "pages_prefetched", 40,
+			    "implicit, a stream into shared memory");
+		expect_attr(p, SIZE_MAX, "page_faults", 32 + 48,
+			    "implicit, a stream into shared memory");
 		CHECK(resident(m + 3 * msg, msg) == 0,
-		      "implicit ODP faulted in pages no message reached");
-		munmap(m, span);
+		      "implicit ODP faulted in shared memory no message "
+		      "reached");
+		munmap(shm, span);
 	}
 	CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
 }
