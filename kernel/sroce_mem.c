@@ -464,9 +464,9 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * range the next message of the stream would reach, clipped to the map;
  * those pages count as prefetched, the rest as faults. Through implicit
  * ODP, where the consumer named no memory, the job goes only as far as
- * the range is private anonymous memory (sroce_odp_private_len()). Anything else needs
- * nothing. Only a hint: what cannot be had is faulted (or refused) by the
- * copies as usual. May sleep: a job of the last message that has not
+ * the range is private anonymous memory (sroce_odp_private_len()).
+ * Anything else needs nothing. Only a hint: what cannot be had is faulted
+ * (or refused) by the copies as usual. May sleep: a job of the last message that has not
  * started is cancelled, one under way is waited for (it may be faulting
  * this message's pages).
  */

@@ -144,6 +144,12 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	return pin;
 }
 
+/* The user address of @va, an address of @map, whose pin is an ODP range. */
+static inline u64 sroce_odp_uva(const struct sroce_map *map, u64 va)
+{
+	return map->pin->umem->address + (va - map->base);
+}
+
 /*
  * Has the process that owns @root anything mapped in [start, start + len)?
  * Only then does a chunked ODP MR make a child for it: addresses past its
@@ -300,7 +306,7 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		     struct ib_umem_odp **locked)
 {
-	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 	struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
 	dma_addr_t dma;
@@ -370,7 +376,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	u64 psize = BIT_ULL(map->pin->odp->page_shift);
 
 	while (len) {
-		u64 uva = map->pin->umem->address + (va - map->base);
+		u64 uva = sroce_odp_uva(map, va);
 		u64 n = min(len, psize - (uva & (psize - 1)));
 		struct ib_umem_odp *odp;
 		void *addr = sroce_odp_lock(map, va, n, to_mem, &odp);
@@ -481,7 +487,7 @@ out:
 u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
 			  bool write, bool speculative)
 {
-	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 	u64 done = 0;
 
@@ -519,7 +525,7 @@ u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
  */
 u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 {
-	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 uva = sroce_odp_uva(map, va);
 	struct mm_struct *mm = map->pin->umem->owning_mm;
 	struct vm_area_struct *vma;
 	u64 n = 0;
@@ -557,7 +563,7 @@ static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
 static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 			      bool write, bool fault)
 {
-	u64 uva = map->pin->umem->address + (va - map->base);
+	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
 
 	while (len) {
