@@ -527,8 +527,8 @@ static void sroce_comp_acked(struct sroce_qp *qp, u32 next)
 
 /**
  * sroce_comp_rcv - a response packet arrived
- * @qp: the QP, its lock held (a QP that is not reliable, or not sending,
- *      drops the packet)
+ * @qp: the QP, its lock held (a QP with no requester that is answered, or
+ *      not sending, drops the packet)
  * @skb: the packet (the caller frees it)
  */
 void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
@@ -536,7 +536,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	u8 opcode = SROCE_PKT(skb)->opcode;
 
 	lockdep_assert_held(&qp->lock);
-	if (!sroce_qp_is_reliable(qp) ||
+	if (!sroce_qp_takes_responses(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_sends(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);

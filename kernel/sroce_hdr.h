@@ -23,6 +23,13 @@
 #define SROCE_QPN_MASK		0xffffff
 #define SROCE_GSI_QKEY		0x80010000
 #define SROCE_MCAST_QPN		0xffffff
+/*
+ * A message spans fewer PSNs than this: PSNs compare within half of their
+ * 2^24 space (sroce_psn_before()), and a message's PSNs, its READ's
+ * responses and the window after them must all compare in order. At the
+ * smallest MTU (256) that bounds a message below 2^30 bytes.
+ */
+#define SROCE_MAX_MSG_PKTS	BIT(22)
 
 struct sroce_bth {
 	u8 opcode;

@@ -11,6 +11,7 @@
  * map's pages are faulted in as the access goes (sroce_odp.c). The keys
  * themselves are handed out here too (sroce_mem_add_key()).
  */
+#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
@@ -34,6 +35,132 @@ static void sroce_map_release(struct kref *ref)
 void sroce_map_put(struct sroce_map *map)
 {
 	kref_put(&map->ref, sroce_map_release);
+}
+
+/*
+ * Waiting for a map's accesses to end. The map's one count holds the
+ * accesses (a reference each: a packet's copy, an atomic, a prefetch, a
+ * fault-ahead job), the MR's reference while it publishes the map
+ * (struct sroce_map.published), and SROCE_MAP_WAITER for each waiter: a
+ * thread that waits for the accesses counts only its own kind, so two of
+ * them (a dereg and an invalidation of one map) never wait for each other.
+ */
+/*
+ * Past any count of accesses (one per thread at most, but for an advice's
+ * SGEs, 4095 a call) and still room for 127 waiters in a refcount_t.
+ */
+#define SROCE_MAP_WAITER	(1U << 24)
+
+static void sroce_map_wait(struct sroce_map *map);
+
+/*
+ * Become a waiter of @map, which the caller knows is alive (a reference
+ * held, or published under its MR's lock).
+ */
+static void sroce_map_hold(struct sroce_map *map)
+{
+	refcount_add(SROCE_MAP_WAITER, &map->ref.refcount);
+}
+
+static void sroce_map_unhold(struct sroce_map *map)
+{
+	if (refcount_sub_and_test(SROCE_MAP_WAITER, &map->ref.refcount))
+		sroce_map_release(&map->ref);
+}
+
+/**
+ * sroce_map_retire - drop the reference to a map that no key publishes any
+ *                    more, once nothing else uses it
+ * @map: the map, unpublished before the call (its key's state made invalid
+ *       or free, or another map published in its place)
+ *
+ * Waits until every access that found @map is done: a packet's copy, an
+ * atomic, a prefetch, an ODP fault-ahead job of at most 4 MiB. None holds
+ * a map across packets but a fault-ahead job. When it returns no byte
+ * moves through @map, and none will: a lookup racing with it is either
+ * counted here or sees the map unpublished (sroce_mem_get()). Process
+ * context only, never the engine: an ODP access may wait on its fault
+ * without bound (a FUSE file's), and so would this.
+ */
+void sroce_map_retire(struct sroce_map *map)
+{
+	sroce_map_hold(map);
+	sroce_map_put(map);
+	sroce_map_wait(map);
+	sroce_map_unhold(map);
+}
+
+/**
+ * sroce_map_hold_live - become a waiter of a map found under RCU
+ * @map: the map (an invalidated fast registration's, which its MR may
+ *       still publish)
+ *
+ * Under rcu_read_lock(). Then sroce_map_retire_held().
+ * Return: false if @map was already being freed (nothing to wait for).
+ */
+bool sroce_map_hold_live(struct sroce_map *map)
+{
+	return refcount_add_not_zero(SROCE_MAP_WAITER, &map->ref.refcount);
+}
+
+/**
+ * sroce_map_hold_old - become a waiter of the map an MR is about to
+ *                      replace or let go of, under the MR's lock
+ * @map: the map
+ *
+ * Then sroce_map_retire_held() after the MR dropped it.
+ */
+void sroce_map_hold_old(struct sroce_map *map)
+{
+	sroce_map_hold(map);
+}
+
+/**
+ * sroce_map_retire_held - wait until no access uses a map the caller
+ *                         waits on, then let go of it
+ * @map: the map, unpublished or its key made invalid
+ *
+ * As sroce_map_retire(), for a map sroce_map_hold_old() or
+ * sroce_map_hold_live() held.
+ */
+void sroce_map_retire_held(struct sroce_map *map)
+{
+	sroce_map_wait(map);
+	sroce_map_unhold(map);
+}
+
+/* Whether any access uses @map (beyond its waiters and its MR). */
+static bool sroce_map_in_use(struct sroce_map *map)
+{
+	unsigned int refs = refcount_read(&map->ref.refcount);
+
+	/*
+	 * The count first: an MR that let go of the map since was counted,
+	 * which only makes this wait once more (it clears published, then
+	 * drops its reference: sroce_mr_publish()).
+	 */
+	smp_rmb();
+	return refs % SROCE_MAP_WAITER > READ_ONCE(map->published);
+}
+
+/*
+ * Wait until no access uses @map. For user memory a process being killed
+ * stops waiting: an ODP access may wait on its fault for as long as the
+ * memory's owner likes, and the pin, which the map holds until its last
+ * user drops it, keeps every page alive. Kernel memory (a fast
+ * registration, a DMA MR) is the consumer's to free once this returns:
+ * that wait is never cut short (its accesses copy kernel memory and never
+ * wait).
+ */
+static void sroce_map_wait(struct sroce_map *map)
+{
+	bool killable = map->type == SROCE_MAP_USER;
+
+	/* Unpublished before the users are counted: see sroce_mem_get(). */
+	smp_mb();
+	while (sroce_map_in_use(map) &&
+	       !(killable && fatal_signal_pending(current)))
+		usleep_range(20, 100);
 }
 
 /**
@@ -305,7 +432,7 @@ static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
 struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				u32 qpn, u32 key, u64 va, u64 len, int access)
 {
-	struct sroce_map *map = NULL;
+	struct sroce_map *map;
 	struct sroce_mem *mem;
 	u64 last, map_last;
 	bool stale;
@@ -317,23 +444,43 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 	 * PD of the QP (or SGE list) that uses it, which grants every access
 	 * asked, over every byte accessed.
 	 */
+again:
+	map = NULL;
 	rcu_read_lock();
 	mem = sroce_mem_find(sdev, key);
 	/* acquire: pairs with the release that made a registration valid */
 	if (mem && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
 	    READ_ONCE(mem->key) == key && sroce_mem_reachable(mem, qpn)) {
 		map = rcu_dereference(mem->map);
-		if (map && !kref_get_unless_zero(&map->ref))
-			map = NULL;
+		/* Its last reference gone: replaced meanwhile, or going. */
+		if (map && !kref_get_unless_zero(&map->ref)) {
+			rcu_read_unlock();
+			goto again;
+		}
 		/*
-		 * Counted as a user before the state is read again: a
-		 * deregistration either waits for this access or makes it
-		 * fail here (it writes the state, then counts users). And a
-		 * map is only good for the key it was published under.
+		 * Counted as a user before the state and the map are read
+		 * again: whoever unpublishes a map (deregistration, unbind,
+		 * invalidation, re-registration) either waits for this
+		 * access or makes it look again here (it writes the state or
+		 * the map, then counts users: sroce_map_retire()). And a map
+		 * is only good for the key it was published under.
 		 */
 		smp_mb__after_atomic();
-		if (map && (READ_ONCE(mem->state) != SROCE_MEM_VALID ||
-			    map->key != key)) {
+		/* acquire: a later registration's map is read with its state */
+		if (map && smp_load_acquire(&mem->state) == SROCE_MEM_VALID &&
+		    rcu_access_pointer(mem->map) != map) {
+			/* Re-registered meanwhile: the new map, then. */
+			rcu_read_unlock();
+			sroce_map_put(map);
+			goto again;
+		}
+		/*
+		 * acquire: the window's QP read again is its binding's,
+		 * which an invalidation and rebind may have changed since
+		 */
+		if (map && (smp_load_acquire(&mem->state) != SROCE_MEM_VALID ||
+			    map->key != key || READ_ONCE(mem->key) != key ||
+			    !sroce_mem_reachable(mem, qpn))) {
 			rcu_read_unlock();
 			err = -ENOENT;
 			goto err_put;
@@ -603,6 +750,27 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	return 0;
 }
 
+/*
+ * Where @va, an address of @map, falls within its page of memory, modulo
+ * the page size: the alignment of the byte actually touched. The address a
+ * request names says nothing of it: a zero-based window's 0 may be any byte
+ * of a page, and a fast registration's iova need not share its pages'
+ * offsets. Every page a map translates through is at least 8-byte aligned
+ * (pinned and ODP pages are whole pages; a fast registration's page
+ * addresses are aligned to its page size, ib_sg_to_pages()).
+ */
+static u64 sroce_map_mem_offset(const struct sroce_map *map, u64 va)
+{
+	switch (map->type) {
+	case SROCE_MAP_DMA:
+		return va;
+	case SROCE_MAP_FAST:
+		return va - map->iova + map->first_offset;
+	default:
+		return va - map->base + map->pin->offset;
+	}
+}
+
 /* Serialises every atomic (and atomic write) of the machine's sroce devices. */
 static DEFINE_SPINLOCK(sroce_atomic_lock);
 
@@ -619,6 +787,13 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 	void *addr = NULL;
 	u64 orig = 0, val;
 
+	/*
+	 * The 8 bytes must be aligned where they are in memory, not only at
+	 * the address the request named: then they never span a page (an
+	 * ODP lock holds one page only), and no CPU store tears them.
+	 */
+	if (sroce_map_mem_offset(map, va) & (sizeof(u64) - 1))
+		return -EINVAL;
 	/* ODP: the page is faulted in and held before the spinlock. */
 	if (odp) {
 		addr = sroce_odp_lock(map, va, sizeof(u64), true, &locked);
@@ -663,8 +838,10 @@ static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
  * @orig: set to the original value
  *
  * Atomic with respect to every other sroce atomic on the machine.
- * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
- * (a child umem of its range cannot be allocated); nothing done on error.
+ * Return: 0; -EINVAL when the 8 bytes are not aligned in memory (whatever
+ * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had) or
+ * -ENOMEM (a child umem of its range cannot be allocated); nothing done on
+ * error.
  */
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig)
@@ -681,8 +858,10 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
  * @val: the bytes to store, in memory order
  *
  * No other sroce atomic sees the location half written.
- * Return: 0, or for an ODP MR -EFAULT (its page cannot be had) or -ENOMEM
- * (a child umem of its range cannot be allocated); nothing done on error.
+ * Return: 0; -EINVAL when the 8 bytes are not aligned in memory (whatever
+ * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had) or
+ * -ENOMEM (a child umem of its range cannot be allocated); nothing done on
+ * error.
  */
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
 {

@@ -147,14 +147,18 @@ enum sroce_map_type {
  *        window's offset into the MR
  * @pin: SROCE_MAP_USER: the pages
  * @window: a window's view of an MR's map (sroce_map_window())
+ * @published: an MR's map, while the MR publishes it (and holds a
+ *             reference for that): the one field that changes, under the
+ *             MR's lock (sroce_mr_publish())
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
  * @npages: SROCE_MAP_FAST: entries of @pages
  * @pages: SROCE_MAP_FAST: each page's kernel address (virtual DMA), the
  *         first holding @iova
  *
- * A map never changes: ibv_rereg_mr publishes a new one (sharing the pin
- * when the translation stays) and drops the MR's reference on the old one.
+ * A map never changes (but for @published): ibv_rereg_mr publishes a new
+ * one (sharing the pin when the translation stays) and drops the MR's
+ * reference on the old one.
  */
 struct sroce_map {
 	struct kref ref;
@@ -169,6 +173,7 @@ struct sroce_map {
 	u64 base;
 	struct sroce_pin *pin;
 	bool window;
+	bool published;
 	unsigned int page_shift;
 	unsigned int first_offset;
 	u32 npages;
@@ -275,6 +280,10 @@ int sroce_mem_add_key(struct sroce_dev *sdev, struct sroce_mem *mem);
 struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);
 void sroce_copy_paged(void *addr, void *buf, u64 len, bool to_mem);
+void sroce_map_retire(struct sroce_map *map);
+bool sroce_map_hold_live(struct sroce_map *map);
+void sroce_map_hold_old(struct sroce_map *map);
+void sroce_map_retire_held(struct sroce_map *map);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);

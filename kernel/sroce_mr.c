@@ -14,6 +14,8 @@
  * new one, and the old pages stay pinned until the last request using them
  * is done.
  */
+#include <linux/capability.h>
+#include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
@@ -121,9 +123,14 @@ static void sroce_mr_publish(struct sroce_mr *mr, struct sroce_map *map)
 {
 	struct sroce_map *old = sroce_mr_map(mr);
 
+	if (map)
+		WRITE_ONCE(map->published, true);
 	rcu_assign_pointer(mr->mem.map, map);
-	if (old)
+	if (old) {
+		/* Cleared before the reference goes: sroce_map_in_use(). */
+		WRITE_ONCE(old->published, false);
 		sroce_map_put(old);
+	}
 }
 
 /* Check a registration's range; ib_core has checked the access bits. */
@@ -401,12 +408,14 @@ out:
  * @key: the key to invalidate: a valid fast-registration MR's, or a type 2
  *       window's bound through @qpn, in @pd
  *
- * Requests that already found the MR finish; later ones do not find it.
+ * Later requests do not find the MR, and it returns once those that had
+ * found it are done.
  * Return: 0, or -EINVAL if @key names no such MR.
  */
 int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			u32 key)
 {
+	struct sroce_map *map = NULL;
 	struct sroce_mem *mem;
 	struct sroce_mr *mr;
 	int err = -EINVAL;
@@ -422,12 +431,29 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (mr && READ_ONCE(mr->mem.key) == key &&
 	    mr->ibmr.type == IB_MR_TYPE_MEM_REG && mr->ibmr.pd == pd &&
 	    cmpxchg(&mr->mem.state, SROCE_MEM_VALID, SROCE_MEM_INVALID) ==
-		    SROCE_MEM_VALID)
+		    SROCE_MEM_VALID) {
 		err = 0;
+		map = rcu_dereference(mr->mem.map);
+		/*
+		 * Only the registration this key made: a REG_MR may have
+		 * followed at once (the consumer's race, not a peer's).
+		 */
+		if (map && (map->key != key || !sroce_map_hold_live(map)))
+			map = NULL;
+	}
 	rcu_read_unlock();
 	if (err)
 		sroce_dbg_mr(sdev, key, "invalidation of key %#x through qp#%u refused\n",
 			     key, qpn);
+	/*
+	 * The consumer frees the pages once the invalidation completes: no
+	 * access may still be copying. A fast registration's accesses copy
+	 * kernel memory and never wait, so the engine may wait for them.
+	 * A dereg waiting on the same map at the same time is a waiter too:
+	 * neither counts the other (sroce_map_hold_live()).
+	 */
+	if (map)
+		sroce_map_retire_held(map);
 	return err;
 }
 
@@ -466,7 +492,8 @@ static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
  * Everything is built first (a new range is pinned before the old one is
  * released); on failure the MR is unchanged. The new map replaces the old
  * one at once, so keys never change: requests that found the old map
- * finish with it, later ones use the new.
+ * finish with it, later ones use the new, and this returns once the old
+ * one's last access is done (as deregistration does).
  *
  * Return: NULL (the MR was changed in place) or an ERR_PTR.
  */
@@ -520,12 +547,36 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		goto out;
 	}
 	map->key = mr->mem.key;
+	/* Held until no access uses it: see below. */
+	sroce_map_hold_old(old);
 	sroce_mr_publish(mr, map);
 	mr->nrereg++;
 	err = 0;
 out:
 	mutex_unlock(&mr->lock);
-	return err ? ERR_PTR(err) : NULL;
+	if (err)
+		return ERR_PTR(err);
+	/*
+	 * Nothing moves through the old translation once this returns: the
+	 * caller may unmap the old memory, or count on the new access.
+	 */
+	sroce_map_retire_held(old);
+	return NULL;
+}
+
+/*
+ * May the one asking see how an ODP MR's owner uses its memory (which
+ * pages are present, faulted, invalidated)? ib_core shows every MR to
+ * everyone in the PID namespace and hides the keys from those without
+ * CAP_NET_ADMIN; residency is hidden the same way, but from the owner's
+ * own user, who could watch the process anyway.
+ */
+static bool sroce_res_may_see_residency(const struct ib_mr *ibmr)
+{
+	struct task_struct *task = ibmr->res.task;
+
+	return capable(CAP_NET_ADMIN) ||
+	       (task && uid_eq(task_euid(task), current_euid()));
 }
 
 /**
@@ -537,7 +588,9 @@ out:
  * for user memory pages_mapped (pinned pages, or ODP pages present now);
  * for ODP page_faults, pages_invalidated and pages_prefetched (of the
  * current translation: see struct sroce_pin); rereg (successful
- * re-registrations) and windows (bound now).
+ * re-registrations) and windows (bound now). An ODP MR's pages_mapped and
+ * counts are shown only to CAP_NET_ADMIN and the owner's user
+ * (sroce_res_may_see_residency()).
  * Return: 0, or -EMSGSIZE when @msg is full.
  */
 int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
@@ -560,6 +613,8 @@ int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 						   "explicit";
 	if (rdma_nl_put_driver_string(msg, "odp", odp))
 		goto out;
+	if (pin && pin->odp && !sroce_res_may_see_residency(ibmr))
+		pin = NULL;
 	if (pin && rdma_nl_put_driver_u64(msg, "pages_mapped", pin->odp ?
 					  sroce_odp_pages_mapped(pin) :
 					  pin->npages))
@@ -583,19 +638,6 @@ out:
 	else
 		nla_nest_end(msg, table);
 	return err;
-}
-
-/*
- * Wait until nothing but the caller uses @map: every access that found it
- * (a packet's copy, an atomic, a prefetch, an ODP fault-ahead job of at
- * most 4 MiB) is done. Accesses are short and none but a fault-ahead job
- * holds a map across packets, so this ends; a lookup that races with it
- * sees the state its key has now and fails (sroce_mem_get()).
- */
-static void sroce_map_drain(struct sroce_map *map)
-{
-	while (kref_read(&map->ref) > 1)
-		usleep_range(20, 100);
 }
 
 /**
@@ -625,13 +667,11 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	mutex_lock(&mr->lock);
 	map = sroce_mr_map(mr);
 	if (map)
-		kref_get(&map->ref);
+		sroce_map_hold_old(map);
 	mutex_unlock(&mr->lock);
 	sroce_mr_free(mr);
-	if (map) {
-		sroce_map_drain(map);
-		sroce_map_put(map);
-	}
+	if (map)
+		sroce_map_retire_held(map);
 	return 0;
 }
 

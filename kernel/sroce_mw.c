@@ -64,10 +64,14 @@ err_count:
 }
 
 /*
- * Make the window unbound; its lock held. Returns the map to drop (after
- * the lock: dropping may unpin pages).
+ * Make the window unbound; its lock held. Returns the map to drop and sets
+ * *@mr to the MR it was bound to, whose count of windows to drop, both
+ * after the lock (dropping a map may unpin pages) and after the old map's
+ * last access where the caller waits for it (the MR cannot be
+ * deregistered or re-registered until then: sroce_mw_put_bound()).
  */
-static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent)
+static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent,
+					 struct sroce_mr **mr)
 {
 	struct sroce_map *old;
 
@@ -75,11 +79,29 @@ static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent)
 	WRITE_ONCE(ent->mem.state, SROCE_MEM_INVALID);
 	old = rcu_replace_pointer(ent->mem.map, NULL,
 				  lockdep_is_held(&ent->lock));
-	if (ent->mr)
-		atomic_dec(&ent->mr->num_mw);
+	*mr = ent->mr;
 	ent->mr = NULL;
 	WRITE_ONCE(ent->qpn, 0);
 	return old;
+}
+
+/*
+ * Let go of what an unbind took from a window: its map (@retire: once no
+ * access uses it, in process context; the engine never waits, since an
+ * access may be held up by an ODP fault for as long as a user likes, so
+ * after a rebind or an invalidation an access that found the old map may
+ * still finish, the MR's pages pinned by that map), then its MR's count of
+ * bound windows.
+ */
+static void sroce_mw_put_bound(struct sroce_map *old, struct sroce_mr *mr,
+			       bool retire)
+{
+	if (old && retire)
+		sroce_map_retire(old);
+	else if (old)
+		sroce_map_put(old);
+	if (mr)
+		atomic_dec(&mr->num_mw);
 }
 
 int sroce_dealloc_mw(struct ib_mw *ibmw)
@@ -87,14 +109,15 @@ int sroce_dealloc_mw(struct ib_mw *ibmw)
 	struct sroce_dev *sdev = to_sdev(ibmw->device);
 	struct sroce_mw_ent *ent = to_smw(ibmw)->ent;
 	struct sroce_map *old;
+	struct sroce_mr *mr;
 
 	sroce_mem_del(sdev, &ent->mem);
 	spin_lock_bh(&ent->lock);
-	old = sroce_mw_unbind(ent);
+	old = sroce_mw_unbind(ent, &mr);
 	WRITE_ONCE(ent->mem.state, SROCE_MEM_FREE);
 	spin_unlock_bh(&ent->lock);
-	if (old)
-		sroce_map_put(old);
+	/* No access through the window is under way when this returns. */
+	sroce_mw_put_bound(old, mr, true);
 	kfree_rcu(ent, rcu);
 	atomic_dec(&sdev->num_mw);
 	return 0;
@@ -149,7 +172,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	const int remote = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE |
 			   IB_ACCESS_REMOTE_ATOMIC;
 	struct sroce_map *mr_map = NULL, *map = NULL, *old = NULL;
-	struct sroce_mr *mr = NULL;
+	struct sroce_mr *mr = NULL, *old_mr = NULL;
 	struct sroce_mw_ent *ent;
 	bool zero_based = b->access & IB_ZERO_BASED;
 	const char *why;
@@ -217,7 +240,7 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
 		goto out_unlock;
 
-	old = sroce_mw_unbind(ent);
+	old = sroce_mw_unbind(ent, &old_mr);
 	WRITE_ONCE(ent->mem.key, b->new_key);
 	if (map) {
 		rcu_assign_pointer(ent->mem.map, map);
@@ -234,8 +257,7 @@ out_unlock:
 out:
 	if (err)
 		sroce_dbg_mw(sdev, b->mw_key, "bind refused: %s\n", why);
-	if (old)
-		sroce_map_put(old);
+	sroce_mw_put_bound(old, old_mr, false);
 	if (map)
 		sroce_map_put(map);
 	if (mr_map)
@@ -260,6 +282,7 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			u32 key)
 {
 	struct sroce_map *old = NULL;
+	struct sroce_mr *old_mr = NULL;
 	struct sroce_mw_ent *ent;
 	int err = -EINVAL;
 
@@ -280,14 +303,13 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	if (ent->type == IB_MW_TYPE_2 && ent->pd == pd && ent->qpn == qpn &&
 	    READ_ONCE(ent->mem.key) == key &&
 	    ent->mem.state == SROCE_MEM_VALID) {
-		old = sroce_mw_unbind(ent);
+		old = sroce_mw_unbind(ent, &old_mr);
 		err = 0;
 	}
 	spin_unlock_bh(&ent->lock);
 	if (err)
 		sroce_dbg_mw(sdev, key, "invalidation of key %#x through qp#%u refused\n",
 			     key, qpn);
-	if (old)
-		sroce_map_put(old);
+	sroce_mw_put_bound(old, old_mr, false);
 	return err;
 }

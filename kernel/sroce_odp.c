@@ -70,14 +70,15 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
  * An ODP range reached through children, made per chunk on first use:
  * implicit ODP, and explicit ranges longer than a chunk (ib_core's page
  * lists for a whole explicit range cost 16 bytes a page up front: 4 GiB
- * for the largest MR). Huge-page ranges keep one umem, whose lists are
- * 512 times shorter.
+ * for the largest MR). Huge-page ranges too: ib_core sizes one of their
+ * lists in base pages all the same (2 GiB for the largest MR). Children
+ * map base pages, so such a range's IB_ACCESS_HUGETLB is a hint not
+ * taken (it needs no huge pages behind it then).
  */
 static bool sroce_odp_is_chunked(u64 start, u64 length, int access)
 {
 	return sroce_odp_is_implicit(start, length, access) ||
-	       (length > BIT_ULL(SROCE_ODP_CHILD_SHIFT) &&
-		!(access & IB_ACCESS_HUGETLB));
+	       length > BIT_ULL(SROCE_ODP_CHILD_SHIFT);
 }
 
 /**
@@ -101,7 +102,9 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
 	if (sroce_odp_is_chunked(start, length, access)) {
-		odp = ib_umem_odp_alloc_implicit(ibdev, access);
+		/* ib_core's implicit roots take no huge-page hint. */
+		odp = ib_umem_odp_alloc_implicit(ibdev,
+						 access & ~IB_ACCESS_HUGETLB);
 		if (IS_ERR(odp)) {
 			kfree(pin);
 			return ERR_CAST(odp);
@@ -298,8 +301,8 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
  * address with the range's umem_mutex held, so that no invalidation takes
  * the page away until sroce_odp_unlock().
  *
- * Return: the kernel address of @va; or ERR_PTR(-EFAULT) when the page
- * cannot be had (not mapped, not writable for a write, or its process has
+ * Return: the kernel address of @va; ERR_PTR(-EINVAL) when the bytes
+ * cross a page; ERR_PTR(-EFAULT) when the page cannot be had (not mapped, not writable for a write, or its process has
  * exited); or ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's
  * chunk cannot be allocated.
  */
@@ -308,12 +311,20 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 {
 	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
-	struct ib_umem_odp *odp = sroce_odp_get_umem(map->pin, uva);
+	struct ib_umem_odp *odp;
 	dma_addr_t dma;
 	size_t idx;
+	u64 psize;
 
+	odp = sroce_odp_get_umem(map->pin, uva);
 	if (IS_ERR(odp))
 		return ERR_CAST(odp);
+	/* One page (of the umem's size) is held: the bytes must lie in it. */
+	psize = BIT_ULL(odp->page_shift);
+	if ((uva & (psize - 1)) + len > psize) {
+		sroce_odp_put_umem(map->pin);
+		return ERR_PTR(-EINVAL);
+	}
 	idx = (uva - ib_umem_start(odp)) >> odp->page_shift;
 	*locked = odp;
 
@@ -340,7 +351,7 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
 fault:
 	sroce_odp_put_umem(map->pin);
-	sroce_dbg_dev(to_sdev(map->pd->device),
+	sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
 		      "key %#x: page of %#llx not had for %s\n", map->key, va,
 		      write ? "writing" : "reading");
 	return ERR_PTR(-EFAULT);
@@ -593,13 +604,16 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		}
 		sroce_odp_put_umem(map->pin);
 		if (ret < 0) {
-			sroce_dbg_dev(to_sdev(map->pd->device),
+			sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
 				      "key %#x: prefetch of user address %#llx+%#llx failed (%d)\n",
 				      map->key, uva, n, ret);
 			return -EFAULT;
 		}
 		uva += n;
 		len -= n;
+		/* A range may be 2^40 bytes: a process killed stops here. */
+		if (fatal_signal_pending(current))
+			return -EINTR;
 		cond_resched();
 	}
 	return 0;
@@ -621,7 +635,8 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
  * no MR (or one that is not ODP); -EINVAL for a memory window's key;
  * -EPERM for an MR of another PD, or PREFETCH_WRITE of an MR without local
  * write; -EFAULT for a range outside its MR, or memory that cannot be
- * faulted in; -ENOMEM when no memory is left for the list of maps.
+ * faulted in; -ENOMEM when no memory is left for the list of maps;
+ * -EINTR when the process is killed before it is done.
  */
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,

@@ -20,7 +20,8 @@
 #define SROCE_MAX_INLINE	512
 #define SROCE_MAX_RD_ATOMIC	128
 #define SROCE_MIN_QPN		16
-#define SROCE_MAX_QPN		0xffffff
+/* 0xffffff is the multicast QPN (IBTA vol 1 9.6.1.2): no QP has it. */
+#define SROCE_MAX_QPN		0xfffffe
 #define SROCE_MAX_MSG_SIZE	0x80000000U
 #define SROCE_MAX_MR		0x100000
 #define SROCE_MAX_MW		0x100000

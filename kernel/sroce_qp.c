@@ -339,9 +339,9 @@ static int sroce_qp_check_attr(struct sroce_qp *qp, struct ib_qp_attr *attr,
 		return -EINVAL;
 	if ((mask & IB_QP_DEST_QPN) && attr->dest_qp_num > SROCE_MAX_QPN)
 		return -EINVAL;
-	if ((mask & IB_QP_SQ_PSN) && attr->sq_psn > SROCE_MAX_QPN)
+	if ((mask & IB_QP_SQ_PSN) && attr->sq_psn > SROCE_PSN_MASK)
 		return -EINVAL;
-	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_MAX_QPN)
+	if ((mask & IB_QP_RQ_PSN) && attr->rq_psn > SROCE_PSN_MASK)
 		return -EINVAL;
 	/*
 	 * Applications commonly pass local write, MW bind and on-demand
@@ -840,6 +840,11 @@ static int sroce_qp_flush_rwqe(struct sroce_qp *qp, struct sroce_cq *rcq)
 	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
 		srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device),
 					qp->resp.xrc_srqn);
+		/* Only the QP's domain's: the number may be another's now. */
+		if (srq && srq->ibsrq.ext.xrc.xrcd != qp->ibqp.xrcd) {
+			sroce_srq_put(srq);
+			srq = NULL;
+		}
 		rcq = srq ? to_scq(srq->ibsrq.ext.cq) : NULL;
 	} else if (qp->rq.hdr) {
 		/* The WQE is still in the ring: give its slot back. */

@@ -342,8 +342,13 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 	 * after a go-back (its PSNs before @psn_hi), it must be the same
 	 * packets, whatever path MTU an SQD to SQD modify gave since.
 	 */
-	if (first && !sroce_psn_before(psn, qp->req.psn_hi))
+	if (first && !sroce_psn_before(psn, qp->req.psn_hi)) {
 		sw->mtu = qp->mtu;
+		if (DIV_ROUND_UP(sw->len, sw->mtu) >= SROCE_MAX_MSG_PKTS) {
+			sroce_req_fail(qp, idx, IB_WC_LOC_LEN_ERR);
+			return -EMSGSIZE;
+		}
+	}
 	if (wqe->opcode == IB_UVERBS_WR_RDMA_READ) {
 		/* Asked again from its middle: what it lacks (@remain). */
 		last = true;

@@ -198,6 +198,16 @@ static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 	return map;
 }
 
+/*
+ * A WRITE's or READ's length: at most 2^31 bytes (the port's max_msg_sz),
+ * in fewer than SROCE_MAX_MSG_PKTS packets at the QP's MTU.
+ */
+static bool sroce_resp_len_ok(const struct sroce_qp *qp, u32 len)
+{
+	return len <= SROCE_MAX_MSG_SIZE &&
+	       DIV_ROUND_UP(len, qp->mtu) < SROCE_MAX_MSG_PKTS;
+}
+
 /* Take the next receive WQE (RQ or SRQ) into resp.rwqe. */
 static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 {
@@ -213,6 +223,9 @@ static bool sroce_resp_take_rwqe(struct sroce_qp *qp)
 		qp->resp.offset = 0;
 		return true;
 	}
+	/* No receive queue at all (XRC QPs without their SRQ): none. */
+	if (!qp->rq.hdr)
+		return false;
 	prod = sroce_ring_load_prod(&qp->rq);
 	if (prod == qp->rq_cons || prod - qp->rq_cons > qp->rq.num_slots)
 		return false;
@@ -315,9 +328,13 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 				    0, 0, 0, false);
 		return SROCE_RESP_NAK_OP;
 	}
-	err = sroce_resp_copy_sges(qp, (const void *)(rwqe + 1), rwqe->num_sge,
-				   qp->resp.offset, sroce_pkt_payload(skb),
-				   paylen);
+	/* A message is at most 2^31 bytes (max_msg_sz): no offset wraps. */
+	if (paylen > SROCE_MAX_MSG_SIZE - qp->resp.offset)
+		err = -ERANGE;
+	else
+		err = sroce_resp_copy_sges(qp, (const void *)(rwqe + 1),
+					   rwqe->num_sge, qp->resp.offset,
+					   sroce_pkt_payload(skb), paylen);
 	if (err == -ERANGE) {
 		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
@@ -394,8 +411,7 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 				     pkt->psn);
 			return SROCE_RESP_NAK_ACCESS;
 		}
-		/* A message is at most 2^31 bytes (the port's max_msg_sz). */
-		if (len > SROCE_MAX_MSG_SIZE)
+		if (!sroce_resp_len_ok(qp, len))
 			return SROCE_RESP_NAK_INV;
 		r->va = be64_to_cpu(reth->va);
 		/* An atomic write is 8 aligned bytes (IBTA 1.5, Atomic Write). */
@@ -446,8 +462,10 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 					     pkt->paylen, true);
 		}
 		sroce_map_put(map);
+		/* An atomic write not aligned in memory: invalid request */
 		if (err)
-			return SROCE_RESP_NAK_ACCESS;
+			return err == -EINVAL ? SROCE_RESP_NAK_INV :
+						SROCE_RESP_NAK_ACCESS;
 		r->va += pkt->paylen;
 		r->resid -= pkt->paylen;
 	}
@@ -590,8 +608,7 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 		sroce_dbg_qp(qp, "psn %u: the QP allows no remote read\n", psn);
 		return SROCE_RESP_NAK_ACCESS;
 	}
-	/* A message is at most 2^31 bytes (the port's max_msg_sz). */
-	if (len > SROCE_MAX_MSG_SIZE)
+	if (!sroce_resp_len_ok(qp, len))
 		return SROCE_RESP_NAK_INV;
 	/* The whole READ must lie in the key's range, checked once here. */
 	if (len) {
@@ -673,8 +690,13 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
 				       false, &orig);
 	sroce_map_put(mr);
+	/*
+	 * Aligned at @va but not in memory (a zero-based window at an odd
+	 * offset of its MR): an invalid request, as a misaligned @va is.
+	 */
 	if (err)
-		return SROCE_RESP_NAK_ACCESS;
+		return err == -EINVAL ? SROCE_RESP_NAK_INV :
+					SROCE_RESP_NAK_ACCESS;
 
 	qp->resp.msn++;
 	qp->resp.epsn = (psn + 1) & SROCE_PSN_MASK;
@@ -817,14 +839,10 @@ static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
  * the QP's XRC domain and, within a message, stay the same (IBTA vol 1
  * annex A14, XRC). It is held (resp.srq) until the packet is processed.
  */
-static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
+static bool sroce_resp_xrc_srq_hold(struct sroce_qp *qp, u32 srqn)
 {
-	struct sroce_xrceth *x = sroce_pkt_hdr(skb, SROCE_OP_XRCETH);
-	u32 srqn = be32_to_cpu(x->srqn) & SROCE_QPN_MASK;
 	struct sroce_srq *srq;
 
-	if (qp->resp.rwqe_valid && srqn != qp->resp.xrc_srqn)
-		return false;
 	srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device), srqn);
 	if (!srq)
 		return false;
@@ -836,6 +854,23 @@ static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
 	qp->resp.srq = srq;
 	qp->resp.xrc_srqn = srqn;
 	return true;
+}
+
+static bool sroce_resp_xrc_srq(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	struct sroce_xrceth *x = sroce_pkt_hdr(skb, SROCE_OP_XRCETH);
+	u32 srqn = be32_to_cpu(x->srqn) & SROCE_QPN_MASK;
+
+	if (qp->resp.rwqe_valid && srqn != qp->resp.xrc_srqn)
+		return false;
+	return sroce_resp_xrc_srq_hold(qp, srqn);
+}
+
+/* Let go of the SRQ an XRC target held for a packet. */
+static void sroce_resp_xrc_srq_put(struct sroce_qp *qp)
+{
+	sroce_srq_put(qp->resp.srq);
+	qp->resp.srq = NULL;
 }
 
 /* Abandon the message in progress (UC after a PSN gap, or errors). */
@@ -991,7 +1026,8 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	lockdep_assert_held(&qp->lock);
 	/*
 	 * Requests are taken from RTR on (ch. 10, QP states), only with the
-	 * QP's transport in the opcode (ch. 9, header checks): others drop.
+	 * QP's transport in the opcode (ch. 9, header checks), and only by a
+	 * QP with a responder (not an XRC initiator): others drop.
 	 */
 	switch (qp->attr.qp_state) {
 	case IB_QPS_RTR:
@@ -1005,9 +1041,10 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 			     pkt->psn, qp->attr.qp_state);
 		return;
 	}
-	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp)) {
+	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp) ||
+	    !sroce_qp_takes_requests(qp)) {
 		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		sroce_dbg_qp(qp, "request psn %u dropped: opcode %#x of another transport\n",
+		sroce_dbg_qp(qp, "request psn %u dropped: opcode %#x not for this QP type\n",
 			     pkt->psn, pkt->opcode);
 		return;
 	}
@@ -1035,14 +1072,34 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	sroce_resp_rc(qp, skb);
-	sroce_srq_put(qp->resp.srq);
-	qp->resp.srq = NULL;
+	sroce_resp_xrc_srq_put(qp);
 }
 
-/* Continue a READ's responses. Return: true when none are left. */
+/**
+ * sroce_resp_continue - continue a READ's responses
+ * @qp: the QP, its lock held
+ *
+ * An XRC target's READ is answered in its SRQ's PD: the SRQ is found again
+ * by the number its request named, as each packet finds its key again, and
+ * the READ fails if it is gone. Nothing is held between runs.
+ * Return: true when none are left.
+ */
 bool sroce_resp_continue(struct sroce_qp *qp)
 {
-	return !qp->resp.read_left || sroce_resp_read_more(qp);
+	bool done;
+
+	lockdep_assert_held(&qp->lock);
+	if (!qp->resp.read_left)
+		return true;
+	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT)
+		return sroce_resp_read_more(qp);
+	if (!sroce_resp_xrc_srq_hold(qp, qp->resp.xrc_srqn)) {
+		sroce_resp_read_fail(qp);
+		return true;
+	}
+	done = sroce_resp_read_more(qp);
+	sroce_resp_xrc_srq_put(qp);
+	return done;
 }
 
 /*

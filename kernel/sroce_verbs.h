@@ -536,6 +536,23 @@ static inline bool sroce_qp_is_reliable(const struct sroce_qp *qp)
 	       qp->ibqp.qp_type == IB_QPT_XRC_TGT;
 }
 
+/*
+ * What a QP takes from the wire besides its transport (IBTA vol 1 ch. 9,
+ * annex A14): an XRC initiator has no responder, its requests go to XRC
+ * targets; only RC and XRC initiators have a requester that is answered
+ * (UC and UD are not; an XRC target sends nothing).
+ */
+static inline bool sroce_qp_takes_requests(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type != IB_QPT_XRC_INI;
+}
+
+static inline bool sroce_qp_takes_responses(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_RC ||
+	       qp->ibqp.qp_type == IB_QPT_XRC_INI;
+}
+
 /* The transport bits of the opcodes the QP sends and accepts. */
 static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 {

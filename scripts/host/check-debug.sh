@@ -1,8 +1,9 @@
 #!/bin/bash
 # make check-debug: the whole suite on a debug kernel (KASAN, lockdep,
-# UBSAN, DEBUG_OBJECTS, kmemleak, hung-task detection), then a kmemleak
-# scan. The kernel is built once by scripts/host/debug-kernel.sh and cached
-# outside the clone; sroce.ko is built against it into build/ko/RELEASE/,
+# UBSAN, DEBUG_OBJECTS, kmemleak, hung-task detection, fault injection),
+# then a kmemleak scan and the coverage of sroce.ko over the one-VM suite
+# (scripts/host/coverage.sh). The kernel is built once by
+# scripts/host/debug-kernel.sh and cached outside the clone; sroce.ko is built against it into build/ko/RELEASE/,
 # where the test VM's runner finds it (tests/lib.sh, load_sroce).
 # Ends with "N passed, N failed", as make check does.
 set -uo pipefail
@@ -25,4 +26,15 @@ export SROCE_TIME_SCALE=${SROCE_TIME_SCALE:-4}
 # window sees 4-level paging, and KASAN reports its own lookup as a
 # wild-memory-access (seen once in about 20 boots, before any test ran).
 export SROCE_APPEND="${SROCE_APPEND:-} no5lvl"
-exec scripts/host/check.sh tests/cases/*.sh tests/debug/kmemleak.sh
+log=$repo/build/check-debug.log
+mkdir -p "$repo/build"
+scripts/host/check.sh tests/cases/*.sh tests/debug/kmemleak.sh \
+	tests/debug/coverage.sh | tee "$log"
+rc=${PIPESTATUS[0]}
+# The coverage of the one-VM suite (tests/debug/coverage.sh copied the
+# counts out), then the summary again, as the last line.
+echo "coverage of sroce.ko over the one-VM suite:"
+scripts/host/coverage.sh "$repo/build/ko/$rel/kernel" \
+	"$repo/build/test-run/gcov" || echo "coverage: none"
+tail -n 1 "$log"
+exit "$rc"

@@ -2,7 +2,8 @@
 # Build, once, the debug guest kernel that `make check-debug` boots: Debian's
 # linux-source-6.1 (the version of the VM's default kernel) with KASAN,
 # lockdep (PROVE_LOCKING, PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS,
-# DEBUG_LIST, UBSAN, KMEMLEAK and hung-task detection, configured for what
+# DEBUG_LIST, UBSAN, KMEMLEAK, hung-task detection, fault injection, gcov
+# and udmabuf, configured for what
 # the test VM needs and nothing else.
 #
 # Usage: scripts/host/debug-kernel.sh         build if needed, print the release
@@ -123,6 +124,20 @@ CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=120
 CONFIG_SOFTLOCKUP_DETECTOR=y
 CONFIG_WQ_WATCHDOG=y
 CONFIG_DEBUG_VM=y
+# Every error path taken: fault injection, per task through
+# /proc/thread-self/fail-nth (tests/cases/failnth.sh).
+CONFIG_FAULT_INJECTION=y
+CONFIG_FAILSLAB=y
+CONFIG_FAIL_PAGE_ALLOC=y
+CONFIG_FAULT_INJECTION_USERCOPY=y
+CONFIG_FAULT_INJECTION_DEBUG_FS=y
+CONFIG_KPROBES=y
+CONFIG_FUNCTION_ERROR_INJECTION=y
+CONFIG_FAIL_FUNCTION=y
+# Coverage of sroce.ko (built with GCOV_PROFILE on this kernel only).
+CONFIG_GCOV_KERNEL=y
+# A dma-buf exporter for tests (/dev/udmabuf), as Debian's 6.12 has.
+CONFIG_UDMABUF=y
 EOF
 }
 

@@ -14,8 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -343,6 +345,26 @@ inline size_t resident(uint8_t *m, size_t len)
 	return n;
 }
 
+// The value of @key ("VmPin:", "MemAvailable:") in a /proc file of
+// "Key: N kB" lines, in KiB; -1 (and a failure) if there is none.
+inline long proc_kb(const char *file, std::string_view key)
+{
+	std::ifstream f(file);
+	std::string line;
+
+	while (std::getline(f, line))
+		if (line.rfind(key, 0) == 0)
+			return atol(line.c_str() + key.size());
+	CHECK(false, "no %.*s in %s", int(key.size()), key.data(), file);
+	return -1;
+}
+
+// The memory the kernel could still give, in KiB.
+inline long mem_available_kb()
+{
+	return proc_kb("/proc/meminfo", "MemAvailable:");
+}
+
 // A test: its name, what it runs on a connected pair, what it changes in
 // the pair before the pair is set up, and whether it also runs on UC.
 struct Test {
@@ -355,7 +377,7 @@ struct Test {
 // The tests of one file (one feature), as sroce-xfer's main() finds them:
 // each xfer_NAME.cpp has a table NAME_tests.
 extern const std::span<const Test> ops_tests, errors_tests, rereg_tests,
-	keys_tests, odp_tests, mw_tests, harden_tests;
+	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests;
 
 // A checker's usage line @what, then the tests it has, on stderr.
 // Return: 2, its exit code.

@@ -17,20 +17,6 @@
 namespace xfer {
 namespace {
 
-// The value of @key ("VmPin:", "MemAvailable:") in a /proc file of
-// "Key: N kB" lines, in KiB; -1 (and a failure) if there is none.
-long proc_kb(const char *file, std::string_view key)
-{
-	std::ifstream f(file);
-	std::string line;
-
-	while (std::getline(f, line))
-		if (line.rfind(key, 0) == 0)
-			return atol(line.c_str() + key.size());
-	CHECK(false, "no %.*s in %s", int(key.size()), key.data(), file);
-	return -1;
-}
-
 // The process's pinned memory, in KiB.
 long vm_pin_kb()
 {
@@ -703,12 +689,6 @@ void t_stale_window_atomic(Pair &p)
 	munmap(pbuf, len);
 	munmap(qbuf, len);
 	binder.close();
-}
-
-// The memory the kernel could still give, in KiB.
-long mem_available_kb()
-{
-	return proc_kb("/proc/meminfo", "MemAvailable:");
 }
 
 // An implicit ODP MR swept with prefetches across the address space: 4096
