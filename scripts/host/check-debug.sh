@@ -28,8 +28,8 @@ export SROCE_TIME_SCALE=${SROCE_TIME_SCALE:-4}
 export SROCE_APPEND="${SROCE_APPEND:-} no5lvl"
 log=$repo/build/check-debug.log
 mkdir -p "$repo/build"
-scripts/host/check.sh tests/cases/*.sh tests/debug/kmemleak.sh \
-	tests/debug/coverage.sh | tee "$log"
+scripts/host/check.sh tests/cases/*.sh tests/debug/failnth.sh \
+	tests/debug/kmemleak.sh tests/debug/coverage.sh | tee "$log"
 rc=${PIPESTATUS[0]}
 # The coverage of the one-VM suite (tests/debug/coverage.sh copied the
 # counts out), then the summary again, as the last line.
