@@ -11,6 +11,7 @@
 #define SROCE_COMPAT_H
 
 #include <linux/ipv6.h>
+#include <linux/mm.h>
 #include <net/inet_sock.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -58,6 +59,22 @@ static inline void sroce_sock_mc_loop_off(struct socket *sock, bool ipv6)
 	inet6_clear_bit(MC6_LOOP, sock->sk);
 #else
 	inet6_sk(sock->sk)->mc_loop = 0;
+#endif
+}
+
+/*
+ * A VMA's flags are set through vm_flags_set() since 6.3, bc292ab00f6c
+ * ("mm: introduce vma->vm_flags wrapper functions"), which made vm_flags
+ * read-only; Kbuild defines SROCE_HAVE_VM_FLAGS_SET where the kernel's
+ * mm.h has it. Called by an mmap handler (mmap_lock held for writing).
+ */
+static inline void sroce_vm_flags_set(struct vm_area_struct *vma,
+				      vm_flags_t flags)
+{
+#ifdef SROCE_HAVE_VM_FLAGS_SET
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
 #endif
 }
 

@@ -162,8 +162,14 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 	INIT_LIST_HEAD(&sdev->list);
 	mutex_init(&sdev->state_lock);
 	sroce_xa_init(&sdev->mem_xa, 0, &sroce_mem_xa_key);
-	sroce_xa_init(&sdev->qp_xa, XA_FLAGS_ALLOC, &sroce_qp_xa_key);
-	sroce_xa_init(&sdev->srq_xa, XA_FLAGS_ALLOC, &sroce_srq_xa_key);
+	/*
+	 * Numbers come from xa_alloc_cyclic_irq(): the flag makes the xarray
+	 * enable interrupts again when it drops its lock to allocate.
+	 */
+	sroce_xa_init(&sdev->qp_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ,
+		      &sroce_qp_xa_key);
+	sroce_xa_init(&sdev->srq_xa, XA_FLAGS_ALLOC | XA_FLAGS_LOCK_IRQ,
+		      &sroce_srq_xa_key);
 	sroce_xa_init(&sdev->ah_xa, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_IRQ,
 		      &sroce_ah_xa_key);
 	spin_lock_init(&sdev->mcast_lock);

@@ -3,15 +3,21 @@
  * sroce: rings shared with user space.
  *
  * A user ring's memory belongs to its mmap entry: destroying the queue
- * removes the entry, and the memory is freed by sroce_mmap_free() once the
- * last mapping of it is gone, so an application that still has the ring
- * mapped never sees freed memory.
+ * removes the entry, and sroce_mmap_free() vfree()s the memory once no
+ * mmap() is looking the entry up. A process that still has the ring
+ * mapped keeps its pages: each mapping holds a reference to every page
+ * (vm_insert_page()), so the pages are freed with its last mapping, and
+ * it never sees memory put to another use. The memory is charged to the
+ * memory cgroup of the process that made the queue, and a failure to get
+ * it is that process's ENOMEM, not a warning in the kernel log
+ * (vmalloc_user() has neither, so sroce_mmap() maps the pages itself).
  */
 #include <linux/mm.h>
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
+#include "sroce_compat.h"
 #include "sroce_queue.h"
 
 static inline struct sroce_mmap_entry *
@@ -43,7 +49,8 @@ int sroce_ring_init(struct sroce_ring *ring, struct ib_ucontext *uctx,
 		return -EINVAL;
 	bytes = PAGE_ALIGN(bytes);
 
-	buf = uctx ? vmalloc_user(bytes) : vzalloc(bytes);
+	buf = __vmalloc(bytes, (uctx ? GFP_KERNEL_ACCOUNT : GFP_KERNEL) |
+				      __GFP_ZERO | __GFP_NOWARN);
 	if (!buf)
 		return -ENOMEM;
 
@@ -97,16 +104,32 @@ void sroce_ring_geom(const struct sroce_ring *ring,
 	geom->slot_size = ring->slot_size;
 }
 
+/*
+ * Map a ring's pages, as remap_vmalloc_range() would for memory from
+ * vmalloc_user(): each page referenced by the mapping (the memory may be
+ * freed before it is unmapped: see the top of this file), a mapping that
+ * neither grows with mremap() nor goes into a core dump.
+ */
 int sroce_mmap(struct ib_ucontext *uctx, struct vm_area_struct *vma)
 {
 	struct rdma_user_mmap_entry *entry;
-	int err;
+	unsigned long off;
+	void *buf;
+	int err = 0;
 
 	/* The length must match the entry's; ib_core checks that. */
 	entry = rdma_user_mmap_entry_get(uctx, vma);
 	if (!entry)
 		return -EINVAL;
-	err = remap_vmalloc_range(vma, to_smmap(entry)->buf, 0);
+	buf = to_smmap(entry)->buf;
+	if (vma->vm_end - vma->vm_start != entry->npages << PAGE_SHIFT)
+		err = -EINVAL;
+	for (off = 0; !err && off < vma->vm_end - vma->vm_start;
+	     off += PAGE_SIZE)
+		err = vm_insert_page(vma, vma->vm_start + off,
+				     vmalloc_to_page(buf + off));
+	if (!err)
+		sroce_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	rdma_user_mmap_entry_put(entry);
 	return err;
 }

@@ -38,7 +38,7 @@ set_mtu() {
 
 # wait_for SECONDS COMMAND...: poll until COMMAND succeeds
 wait_for() {
-	local end=$((SECONDS + $1)); shift
+	local end=$((SECONDS + $(tmo "$1"))); shift
 	until "$@"; do
 		[ $SECONDS -lt $end ] || return 1
 		sleep 0.2
@@ -46,6 +46,10 @@ wait_for() {
 }
 
 sroce_loaded() { [ -d /sys/module/sroce ]; }
+
+# tcp_listening PORT: something listens on TCP port PORT (a pingpong's or
+# perftest's server, ready for its client)
+tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
 # The sroce.ko for the running kernel: built for it by scripts/host/build-ko.sh
 # (another kernel than the default one), or by make.
@@ -72,27 +76,44 @@ link_add() {
 
 # Remove every sroce device, whatever its name (the runner calls this
 # between cases).
-remove_all_links() {
-	local d
+remove_all_links() { # fails if a link would not go
+	local d rc=0
 	for d in /sys/class/infiniband/*; do
-		[ "$(cat "$d/node_desc" 2>/dev/null)" = sroce ] &&
-			rdma link delete "$(basename "$d")"
+		if [ "$(cat "$d/node_desc" 2>/dev/null)" = sroce ]; then
+			rdma link delete "$(basename "$d")" || rc=1
+		fi
 	done
-	return 0
+	return $rc
 }
 
 # user_objects TYPE DEV / kernel_objects TYPE DEV: how many objects of
 # TYPE (pd, cq, qp, mr, ctx) "rdma resource" shows on DEV for processes, and
 # for the kernel (ib_mad's PD, CQ and GSI QP; "comm [name]", no pid).
+# A listing rdma could not make is not an empty one: the counts are then
+# "?" (and the status 1), which no expected number equals.
 res_lines() { # TYPE DEV: QPs are filtered by link, the others by device
+	local out
 	if [ "$1" = qp ]; then
-		rdma resource show qp link "$2/1" | grep "^link $2/1 "
+		out=$(rdma resource show qp link "$2/1") || return 1
+		grep "^link $2/1 " <<<"$out"
 	else
-		rdma resource show "$1" dev "$2" | grep "^dev $2 "
+		out=$(rdma resource show "$1" dev "$2") || return 1
+		grep "^dev $2 " <<<"$out"
 	fi
+	return 0
 }
-user_objects() { res_lines "$@" | grep -c ' pid '; }
-kernel_objects() { res_lines "$@" | grep -vc ' pid '; }
+user_objects() {
+	local l
+	l=$(res_lines "$@") || { echo "?"; return 1; }
+	grep -c ' pid ' <<<"$l"
+	return 0
+}
+kernel_objects() {
+	local l
+	l=$(res_lines "$@") || { echo "?"; return 1; }
+	grep -vc ' pid ' <<<"$l"
+	return 0
+}
 
 # run_each PROGRAM DEV TEST...: run each test of a checker program alone
 # (tests/bin/PROGRAM DEV TEST), fail with the output of those that failed,

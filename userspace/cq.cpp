@@ -253,14 +253,30 @@ int resize_cq(ibv_cq *ibcq, int cqe) noexcept
 	pthread_spin_lock(&c->lock);
 	int ret = ibv_cmd_resize_cq(ibcq, cqe, &cmd, sizeof(cmd), resp.core(),
 				    sizeof(resp));
+	// The kernel describes the new ring before it makes the change, and
+	// ib_uverbs copies its own part of the answer after: EFAULT with the
+	// ring described means the CQ has the new ring.
+	if (ret == EFAULT && resp.drv.ring.num_slots) {
+		ibcq->cqe = int(resp.drv.ring.num_slots);
+		ret = 0;
+	}
 	if (!ret) {
 		// The kernel moved what we had not polled to the start of
-		// the new ring.
-		c->r = ring{};
-		c->cons = 0;
-		if (!c->r.attach(ibcq->context->cmd_fd, resp.drv.ring,
-			      sizeof(sroce_cqe)))
+		// the new ring; the old one is no longer written. A ring we
+		// cannot map leaves the CQ unusable (poll_cq fails).
+		ring r;
+		for (int tries = 0; tries < 3; tries++) {
+			if (r.attach(ibcq->context->cmd_fd, resp.drv.ring,
+				     sizeof(sroce_cqe)))
+				break;
 			ret = errno;
+			if (ret != ENOMEM && ret != EAGAIN && ret != EINTR)
+				break;
+		}
+		if (r.map)
+			ret = 0;
+		c->r = static_cast<ring &&>(r);
+		c->cons = 0;
 	}
 	pthread_spin_unlock(&c->lock);
 	return ret;

@@ -15,12 +15,25 @@ namespace sroce {
 namespace {
 
 // Asks the kernel to look at the QP's rings (SROCE_METHOD_QP_DOORBELL).
+// The WQEs are in the ring already, so they are posted whatever this says:
+// a failure the kernel may not repeat is tried again. Those are ENOMEM,
+// EINTR, EAGAIN, and EFAULT (the only memory the call reads is this
+// frame's, so a fault copying it is not the caller's doing).
 int ring_doorbell(qp *q) noexcept
 {
-	return call_method(q->vqp.qp.context->cmd_fd, UVERBS_OBJECT_QP,
-			   SROCE_METHOD_QP_DOORBELL,
-			   std::array{ idr_attr(SROCE_ATTR_DOORBELL_QP_HANDLE,
-						q->vqp.qp.handle) });
+	int ret = 0;
+
+	for (int tries = 0; tries < 3; tries++) {
+		ret = call_method(q->vqp.qp.context->cmd_fd, UVERBS_OBJECT_QP,
+				  SROCE_METHOD_QP_DOORBELL,
+				  std::array{ idr_attr(
+					  SROCE_ATTR_DOORBELL_QP_HANDLE,
+					  q->vqp.qp.handle) });
+		if (ret != ENOMEM && ret != EINTR && ret != EAGAIN &&
+		    ret != EFAULT)
+			break;
+	}
+	return ret;
 }
 
 // ibv_modify_qp through SROCE_METHOD_QP_MODIFY: the MODIFY_QP command's

@@ -73,10 +73,13 @@ public:
 		}
 		return *this;
 	}
+	// munmap() can fail for want of memory (the kernel may allocate to
+	// unmap): tried again, so the mapping is not left behind.
 	void reset() noexcept
 	{
-		if (addr_)
-			munmap(addr_, length_);
+		for (int tries = 0; addr_ && tries < 3; tries++)
+			if (!munmap(addr_, length_) || errno != ENOMEM)
+				break;
 		addr_ = nullptr;
 		length_ = 0;
 	}

@@ -60,7 +60,16 @@ for t in "${cases[@]}"; do
 		failn=$((failn + 1))
 	fi
 done
-remove_all_links
-sroce_loaded && rmmod sroce
+# What the cases left: a link that will not go, or a module reference
+# (rmmod fails), is a failure of the run.
+if ! remove_all_links; then
+	echo "FAIL runner: rdma link delete after the last case"
+	failn=$((failn + 1))
+fi
+if sroce_loaded && ! rmmod sroce; then
+	echo "FAIL runner: rmmod sroce after the last case (refcount" \
+		"$(cat /sys/module/sroce/refcnt 2>/dev/null))"
+	failn=$((failn + 1))
+fi
 echo "$pass passed, $failn failed"
 [ $failn = 0 ]

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 """Read the verbose log of rdma-core's test suite (unittest -v) and print
 one line per test: its outcome (ok, skipped, FAIL, ERROR), then its name as
-unittest shows it. A test with a docstring has its outcome on the line
-after its name.
+unittest shows it, and for a skip ": " and its reason. A test with a
+docstring has its outcome on the line after its name.
 
     rdma-core-results.py LOG
 """
@@ -11,7 +11,8 @@ import re
 import sys
 
 NAME = re.compile(r'^(test_\w+ \([\w.]+\))(?: \.\.\. (.*))?$')
-OUTCOME = re.compile(r' \.\.\. (ok|skipped|FAIL|ERROR|expected failure)\b')
+OUTCOME = re.compile(r" \.\.\. (ok|skipped|FAIL|ERROR|expected failure)\b"
+                     r"(?: '(.*)')?")
 
 
 def main():
@@ -25,7 +26,8 @@ def main():
                 continue
         o = OUTCOME.search(line)
         if o and name:
-            print(o.group(1), name)
+            reason = ': ' + o.group(2) if o.group(1) == 'skipped' else ''
+            print(o.group(1), name + reason)
             name = None
 
 

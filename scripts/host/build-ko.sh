@@ -12,7 +12,8 @@ mkdir -p "$dst/kernel" "$dst/include"
 # Kbuild rebuilds only what changed).
 rsync -a --delete "$repo/include/" "$dst/include/"
 rsync -a --delete --exclude '*.o' --exclude '*.ko' --exclude '*.mod*' \
-	--exclude '.*.cmd' --exclude 'modules.order' "$repo/kernel/" \
+	--exclude '.*.cmd' --exclude 'modules.order' --exclude '*.gcno' \
+	"$repo/kernel/" \
 	"$dst/kernel/"
 cp -p "$repo/Kbuild" "$dst/Kbuild"
 make -s -C "$kdir" M="$dst" W=1 modules

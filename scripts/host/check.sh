@@ -144,6 +144,14 @@ pair_suite() { # NAME KIND_B SCRIPT...
 		done < <(grep -E '^(ok|FAIL) ' "$out/$t.log" 2>/dev/null | tr -d '\r')
 		if grep -q '^vm: FAIL' "$out/$t.log"; then
 			echo "FAIL pair $name: VM $t verdict (see $out/$t/)"
+			# What the judge said, kernel report included, and
+			# each failed step with its output (a CI log is all
+			# a failure there leaves).
+			tr -d '\r' < "$out/$t.log" |
+				sed -n '/^vm: FAIL/,$p' | head -n 60 |
+				sed 's/^/    /'
+			tr -d '\r' < "$out/$t.log" |
+				grep -A21 '^FAIL ' | head -n 100 | sed 's/^/    /'
 			failn=$((failn + 1))
 		fi
 		# Every script ends with "ROLE: N passed, N failed": one that
@@ -206,9 +214,29 @@ vm_suite() { # [CASE ...]; KVER is the kernel the VM boots
 		2>/dev/null | tail -n 1)
 	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
 	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
-	vm_verdict "vm$tag" "$out" $vmrc || {
-		[ -n "$summary" ] || failn=$((failn + 1))
-	}
+	[ -n "$summary" ] || vm_unfinished "vm$tag" "$out/output" "$@"
+	vm_verdict "vm$tag" "$out" $vmrc
+}
+
+# vm_unfinished NAME OUTPUT [CASE...]: the VM ended before its summary
+# line (it died or hung): the cases it reported count as reported, and
+# each other case fails by name, the one that was running first.
+vm_unfinished() {
+	local name=$1 output=$2 t c line
+	shift 2
+	local cases=("$@")
+	[ ${#cases[@]} -gt 0 ] || cases=(tests/cases/*.sh)
+	for t in "${cases[@]}"; do
+		c=$(basename "$t" .sh)
+		line=$(tr -d '\r' < "$output" 2>/dev/null |
+			grep -E "^(ok|FAIL) +$c \(" | tail -n 1)
+		case $line in
+		ok*) pass=$((pass + 1)) ;;
+		FAIL*) failn=$((failn + 1)) ;;
+		*)	echo "FAIL $name: $c did not finish (the VM ended first)"
+			failn=$((failn + 1)) ;;
+		esac
+	done
 }
 
 # --- 4. The packages ---------------------------------------------------

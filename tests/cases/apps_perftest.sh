@@ -12,10 +12,11 @@ pair() {
 	for try in 1 2 3; do
 		port=$((19000 + RANDOM % 1000))
 		srv=$(mktemp)
-		timeout 90 "$@" -p $port > "$srv" 2>&1 &
+		timeout "$(tmo 90)" "$@" -p $port > "$srv" 2>&1 &
 		local pid=$!
-		sleep 1.5
-		out=$(timeout 90 "$@" -p $port localhost 2>&1)
+		wait_for 10 tcp_listening $port ||
+			fail "$* server: not listening on $port: $(cat "$srv")"
+		out=$(timeout "$(tmo 90)" "$@" -p $port localhost 2>&1)
 		rc=$?
 		wait $pid || rc=1
 		out+=$'\n'"server: $(cat "$srv")"

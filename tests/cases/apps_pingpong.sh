@@ -10,10 +10,11 @@ link_add sroce0 eth0
 pair() { # PROGRAM ARGS...: server and client; both must succeed
 	local srv port=$((18000 + RANDOM % 1000))
 	srv=$(mktemp)
-	timeout 60 "$@" -p $port > "$srv" 2>&1 &
+	timeout "$(tmo 60)" "$@" -p $port > "$srv" 2>&1 &
 	local pid=$!
-	sleep 1
-	out=$(timeout 60 "$@" -p $port localhost 2>&1) ||
+	wait_for 10 tcp_listening $port ||
+		fail "$* server: not listening on $port: $(cat "$srv")"
+	out=$(timeout "$(tmo 60)" "$@" -p $port localhost 2>&1) ||
 		fail "$* client: $out"$'\n'"server: $(cat "$srv")"
 	wait $pid || fail "$* server: $(cat "$srv")"
 	rm -f "$srv"

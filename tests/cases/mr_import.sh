@@ -5,7 +5,8 @@
 # owner deregisters and nothing is left in rdma resource.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-out=$(timeout 120 "$repo/tests/bin/sroce-import" sroce0 2>&1) || fail "$out"
+out=$(timeout "$(tmo 120)" "$repo/tests/bin/sroce-import" sroce0 2>&1) ||
+	fail "$out"
 for t in pd mr cq qp; do
 	n=$(user_objects $t sroce0)
 	expect_eq "$t objects left" 0 "$n"

@@ -20,7 +20,7 @@ cleanup() {
 	ip netns del na 2>/dev/null
 	ip netns del nb 2>/dev/null
 	wait_for 30 sh -c '! ip netns list | grep -q .' || true
-	wait_for "$(tmo 60)" rdma system set netns shared 2>/dev/null
+	wait_for 60 rdma system set netns shared 2>/dev/null
 	rdma link delete rxe0 2>/dev/null
 	lsmod | grep -q '^rdma_rxe' && rmmod rdma_rxe
 	rm -rf "$tmp"
@@ -85,7 +85,8 @@ pingpong() {
 	inns "$sa" timeout "$(tmo 120)" ibv_rc_pingpong -d "$1" -g "$ga" \
 		-p $port -n "$3" -s 4096 -e -c > "$4.srv" 2>&1 &
 	srv=$!
-	sleep 1
+	wait_for 10 eval 'inns "$sa" ss -Hltn "sport = :$port" | grep -q .' ||
+		fail "server in ${sa:-the root namespace} not listening on $port"
 	inns "$sb" timeout "$(tmo 120)" ibv_rc_pingpong -d "$2" -g "$gb" \
 		-p $port -n "$3" -s 4096 -e -c $addr > "$4.cli" 2>&1 &
 	cli=$!
@@ -139,7 +140,7 @@ under_traffic() {
 	ends=$(eval echo "$ends")
 	"$@" || fail "$what under traffic"
 	for p in $ends; do
-		wait_for "$(tmo 60)" sh -c "! kill -0 $p 2>/dev/null" ||
+		wait_for 60 sh -c "! kill -0 $p 2>/dev/null" ||
 			fail "the applications still run $(tmo 60) s after $what:" \
 				"server: $(cat "$tmp/long.srv"; pstack_of $srv)" \
 				"client: $(cat "$tmp/long.cli"; pstack_of $cli)"
@@ -153,9 +154,9 @@ under_traffic() {
 # nothing_left: no sroce device, nothing holds the module, no net_device
 # waits for a reference
 nothing_left() {
-	wait_for "$(tmo 30)" sh -c '! rdma link show | grep -q "sroce"' ||
+	wait_for 30 sh -c '! rdma link show | grep -q "sroce"' ||
 		fail "sroce links left after $1: $(rdma link show)"
-	wait_for "$(tmo 30)" sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
+	wait_for 30 sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
 		fail "sroce still referenced after $1: $(cat /sys/module/sroce/refcnt)"
 	! dmesg | grep -q 'unregister_netdevice: waiting' ||
 		fail "a net_device waits for a reference after $1"
@@ -197,7 +198,7 @@ under_traffic "rdma link delete sra" '$srv' ip netns exec na rdma link delete sr
 ! ibdev_exists sra || fail "sra still exists"
 ! udp_bound na || fail "UDP 4791 still bound in na without a device"
 udp_bound nb || fail "nb lost its socket when sra went"
-wait_for "$(tmo 30)" sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
+wait_for 30 sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
 	fail "sroce still referenced after the link delete"
 # Added again in na, it runs again; then na goes under traffic (its veth
 # end, and with it the pair, is deleted: both links go).
@@ -249,6 +250,6 @@ wait_for 30 sh -c '! ip netns list | grep -q .' ||
 # A deleted namespace is freed by a worker some time after "ip netns del"
 # returns; ib_core refuses the mode change (EBUSY) while any namespace but
 # init_net exists, so wait for the last one to go.
-wait_for "$(tmo 60)" rdma system set netns shared 2>/dev/null ||
+wait_for 60 rdma system set netns shared 2>/dev/null ||
 	fail "rdma system set netns shared: $(rdma system set netns shared 2>&1)
 $(lsns -t net 2>&1)"

@@ -19,7 +19,7 @@ pair() {
 	srv=$(mktemp)
 	timeout $(tmo 60) $1 > "$srv" 2>&1 &
 	local pid=$!
-	wait_for $(tmo 10) listening ||
+	wait_for 10 listening ||
 		fail "$1 does not listen: $(rdma resource show cm_id)"
 	out=$(timeout $(tmo 60) $2 2>&1) ||
 		fail "$2: $out"$'\n'"server ($1): $(cat "$srv")"

@@ -13,7 +13,8 @@
 link_add sroce0 eth0
 bad=
 for t in sq_index wqe cq_index xrc_doorbell qp_modify_method cq_resize_resp; do
-	out=$(timeout 60 "$repo/tests/bin/sroce-corrupt" sroce0 $t 2>&1) ||
+	out=$(timeout "$(tmo 60)" "$repo/tests/bin/sroce-corrupt" sroce0 $t \
+		2>&1) ||
 		bad+="$t: $out"$'\n'
 done
 [ -z "$bad" ] || fail "$bad"

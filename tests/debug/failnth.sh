@@ -53,12 +53,19 @@ for d in failslab fail_page_alloc fail_usercopy; do
 	knob $d/times "$(cat $dbg/$d/times)"
 done
 
+# Its sweep of XRC target QPs traces ib_core (kprobe events).
+[ -e /sys/kernel/tracing/kprobe_events ] ||
+	mount -t tracefs tracefs /sys/kernel/tracing ||
+	fail "cannot mount tracefs on /sys/kernel/tracing"
 link_add sroce0 eth0
 declare -A kernel
 for t in pd cq qp mr; do
 	kernel[$t]=$(kernel_objects $t sroce0)
 done
-out=$(timeout "$(tmo 280)" "$repo/tests/bin/sroce-failnth" sroce0 2>&1)
+# SROCE_FAILNTH_SWEEPS: only these sweeps (sroce-failnth --list), to
+# follow one up.
+out=$(timeout "$(tmo 280)" "$repo/tests/bin/sroce-failnth" sroce0 \
+	${SROCE_FAILNTH_SWEEPS:-} 2>&1)
 rc=$?
 restore
 [ -d /tmp/out ] && echo "$out" > /tmp/out/failnth.txt

@@ -53,14 +53,14 @@ inject() {
 	rx0=$(counter rcvd_pkts)
 	ib_write_bw -d "$dev" -x "$gidx" -p "$port" $bw_args > "$out" 2>&1 &
 	pid=$!
-	if ! wait_for "$(tmo 90)" eval \
+	if ! wait_for 90 eval \
 		'[ $(( $(counter rcvd_pkts) - rx0 )) -gt 2000 ]'; then
 		msg="no traffic before the fault"
 	elif ! kill -0 "$pid" 2>/dev/null; then
 		msg="the stream ended before the fault"
 	elif ! $action; then
 		msg="$action failed"
-	elif ! wait_for "$(tmo 60)" eval '! kill -0 $pid 2>/dev/null'; then
+	elif ! wait_for 60 eval '! kill -0 $pid 2>/dev/null'; then
 		msg="ib_write_bw still running $(tmo 60) s after the fault"
 		msg+=$'\n'"$(stuck_report)"
 		kill -KILL $pid

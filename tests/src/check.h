@@ -6,7 +6,9 @@
 
 #include <infiniband/verbs.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 inline int failures;
@@ -21,6 +23,26 @@ inline int failures;
 			failures++;                                            \
 		}                                                              \
 	} while (0)
+
+// How much slower this machine answers than the one the tests' time limits
+// were set on: SROCE_TIME_SCALE (1, or a power of two: 4 on the debug
+// kernel), as tests/lib.sh's tmo() reads it. Every limit is multiplied by it.
+inline long time_scale()
+{
+	const char *s = getenv("SROCE_TIME_SCALE");
+	long v = s ? atol(s) : 1;
+
+	return v > 0 ? v : 1;
+}
+
+// An RC transport timeout (4.096 us * 2^t) of 14 (67 ms), one more per
+// doubling of time_scale() (tests/lib.sh's qp_timeout() the same).
+inline uint8_t scaled_qp_timeout(uint8_t t = 14)
+{
+	for (long s = time_scale(); s > 1 && t < 20; s /= 2)
+		t++;
+	return t;
+}
 
 // A bench's result line for make bench: "NAME VALUE", or "NAME NA" when
 // @v is negative (not measured: refused or failed).

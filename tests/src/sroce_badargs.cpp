@@ -76,21 +76,20 @@ ibv_wc_status rdma(Pair &p, ibv_wr_opcode op, size_t off, uint64_t raddr,
 	return wc.status;
 }
 
-// An RDMA WRITE of @len bytes through @rkey to @target (b's memory) is a
-// remote access error, and not a byte lands.
+// An RDMA WRITE of @len bytes through @rkey to @target (in b's buffer) is
+// a remote access error, and not a byte of either side's buffer, guard
+// pages included, changes (expect_untouched()).
 void write_refused(Pair &p, uint32_t rkey, uint8_t *target, uint32_t len,
 		   const char *what)
 {
-	memset(&p.a.buf[0], 0x11, len);
-	memset(target, 0xee, len);
+	Untouched u = arm_untouched(p);
 	ibv_wc_status st = rdma(p, IBV_WR_RDMA_WRITE, 0, uintptr_t(target),
 				rkey, len);
 	CHECK(st == IBV_WC_REM_ACCESS_ERR,
 	      "WRITE through %s (rkey 0x%x): %s, expected %s", what, rkey,
 	      ibv_wc_status_str(st), ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
-	size_t landed = len - std::count(target, target + len, uint8_t(0xee));
-	CHECK(landed == 0, "WRITE through %s (rkey 0x%x): %zu bytes landed",
-	      what, rkey, landed);
+	std::string where = std::string("WRITE through ") + what;
+	expect_untouched(p, u, where.c_str());
 	reconnect(p);
 }
 
@@ -807,11 +806,18 @@ void bind_refused(Pair &p, ibv_mw *mw, const ibv_mw_bind_info &info,
 		      strerror(at_once));
 		CHECK(mw->rkey == old, "%s: the refused bind changed the "
 		      "window's rkey 0x%x to 0x%x", what, old, mw->rkey);
-		usleep(20000);
+		// A WR posted after it completes first: the refused bind
+		// was not posted (its completion would come before).
 		ibv_wc wc{};
-		CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0, "%s: the refused bind "
-		      "completed (%s): it was posted", what,
-		      ibv_wc_status_str(wc.status));
+		CHECK(post_send(p.b, IBV_WR_RDMA_WRITE, 0, 0, 78,
+				remote(p.a, 0), p.a.mr->rkey) == 0,
+		      "%s: post a WRITE after the refused bind", what);
+		if (poll_one(p.b, wc))
+			CHECK(wc.wr_id == 78 && wc.status == IBV_WC_SUCCESS,
+			      "%s: the refused bind was posted: the first "
+			      "completion is wr %llu (%s), not the WRITE after "
+			      "it", what, (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status));
 	} else {
 		CHECK(want == kAtOnceOrByCompletion, "%s: ibv_bind_mw returned "
 		      "0, expected %d (%s) at once", what, want,

@@ -570,7 +570,7 @@ ibv_qp_attr rts_attr()
 {
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = scaled_qp_timeout();
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = 0x654321;

@@ -78,7 +78,7 @@ ibv_qp *self_qp(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq)
 						   IBV_QP_MIN_RNR_TIMER);
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = scaled_qp_timeout();
 	a.retry_cnt = 1;
 	a.rnr_retry = 1;
 	a.max_rd_atomic = 1;

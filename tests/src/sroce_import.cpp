@@ -77,7 +77,7 @@ bool connect_qp(ibv_context *ctx, ibv_qp *qp, uint32_t dqpn)
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
-	a.timeout = 14;
+	a.timeout = scaled_qp_timeout();
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 4;
@@ -104,7 +104,7 @@ bool run_wr(ibv_qp *qp, ibv_cq *cq, ibv_wr_opcode op, uint64_t laddr,
 	if (ret)
 		return false;
 	ibv_wc wc{};
-	for (int i = 0; i < 10000; i++) {
+	for (long i = 0; i < 10000 * time_scale(); i++) {
 		if (ibv_poll_cq(cq, 1, &wc) == 1) {
 			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == id,
 			      "wr %llu: %s", (unsigned long long)wc.wr_id,

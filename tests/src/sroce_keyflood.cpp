@@ -808,7 +808,7 @@ bool connect_rts(const Phantom &p, ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
-	a.timeout = 14;
+	a.timeout = scaled_qp_timeout();
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;

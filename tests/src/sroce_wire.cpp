@@ -159,15 +159,7 @@ int tcp_meet(const Opts &o)
 // 4 on the debug kernel, whose VMs answer several times slower: 268 ms).
 uint8_t base_timeout()
 {
-	const char *s = getenv("SROCE_TIME_SCALE");
-	long scale = s ? atol(s) : 1;
-	uint8_t t = 14;
-
-	while (scale > 1 && t < 20) {
-		scale /= 2;
-		t++;
-	}
-	return t;
+	return scaled_qp_timeout();
 }
 
 struct Conn {

@@ -26,6 +26,49 @@
 namespace xfer {
 
 inline const size_t kBuf = 1 << 20;
+inline const size_t kGuardLen = 4096;
+
+// A zeroed buffer between two guard pages, mapped and never registered: a
+// byte that an access puts past either end of a registration of the whole
+// buffer lands in a guard, where expect_untouched() sees it.
+class Buf {
+public:
+	explicit Buf(size_t len) : len_(len)
+	{
+		void *m = mmap(nullptr, len + 2 * kGuardLen,
+			       PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED) {
+			perror("mmap of a test buffer");
+			abort();
+		}
+		map_ = static_cast<uint8_t *>(m);
+	}
+	~Buf() { munmap(map_, len_ + 2 * kGuardLen); }
+	Buf(const Buf &) = delete;
+	Buf &operator=(const Buf &) = delete;
+
+	uint8_t &operator[](size_t i) { return map_[kGuardLen + i]; }
+	const uint8_t &operator[](size_t i) const
+	{
+		return map_[kGuardLen + i];
+	}
+	uint8_t *data() { return map_ + kGuardLen; }
+	const uint8_t *data() const { return map_ + kGuardLen; }
+	size_t size() const { return len_; }
+	uint8_t *begin() { return data(); }
+	uint8_t *end() { return data() + len_; }
+	// The whole mapping: the guard before, the buffer, the guard after.
+	std::span<uint8_t> whole() { return { map_, len_ + 2 * kGuardLen }; }
+	std::span<const uint8_t> whole() const
+	{
+		return { map_, len_ + 2 * kGuardLen };
+	}
+
+private:
+	uint8_t *map_ = nullptr;
+	size_t len_;
+};
 
 // One side: a QP with its CQ and a registered buffer.
 struct Side {
@@ -33,7 +76,7 @@ struct Side {
 	ibv_cq *cq = nullptr;
 	ibv_qp *qp = nullptr;
 	ibv_mr *mr = nullptr;
-	std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+	Buf buf{kBuf};
 };
 
 struct Pair {
@@ -42,7 +85,7 @@ struct Pair {
 	ibv_mtu mtu = IBV_MTU_1024;
 	int rnr_retry = 7;
 	uint32_t lost_peer = 0;	// a's peer QPN, if not b's (a peer that vanished)
-	int timeout = 14;
+	int timeout = scaled_qp_timeout();	// 14 at time scale 1
 	int retry_cnt = 7;
 	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
@@ -169,17 +212,20 @@ inline ibv_qp *ud_qp(Side &s, ibv_cq *cq = nullptr)
 	return qp;
 }
 
-// Waits up to 10 s for one completion on @s's CQ.
+// Waits up to 10 s (times time_scale()) for one completion on @s's CQ.
 inline bool poll_one(Side &s, ibv_wc &wc)
 {
-	for (int i = 0; i < 10000; i++) {
+	long limit = 10 * time_scale();
+
+	for (long i = 0; i < 1000 * limit; i++) {
 		int n = ibv_poll_cq(s.cq, 1, &wc);
 		if (n == 1)
 			return true;
 		CHECK(n == 0, "ibv_poll_cq returned %d", n);
 		usleep(1000);
 	}
-	CHECK(false, "no completion within 10 s on QP 0x%x", s.qp->qp_num);
+	CHECK(false, "no completion within %ld s on QP 0x%x", limit,
+	      s.qp->qp_num);
 	return false;
 }
 
@@ -249,6 +295,75 @@ inline bool landed(const Side &x, size_t xo, const Side &y, size_t yo,
 inline uint64_t remote(const Side &s, size_t off)
 {
 	return uintptr_t(&s.buf[off]);
+}
+
+// A port counter of the pair's device (sysfs hw_counters), or -1.
+inline long long port_counter(const Pair &p, const char *name)
+{
+	std::string path = std::string("/sys/class/infiniband/") +
+			   ibv_get_device_name(p.ctx->device) +
+			   "/ports/1/hw_counters/" + name;
+	long long v = -1;
+	if (FILE *f = fopen(path.c_str(), "r")) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+// ---- refusals: not a byte landed --------------------------------------
+
+// Both sides' buffers, guards included, as a request that must be refused
+// found them (arm_untouched()).
+struct Untouched {
+	std::vector<uint8_t> a, b;
+};
+
+// Fill both sides' whole mappings with patterns that differ from each
+// other and from byte to byte (a's is any request's source), and keep
+// them: expect_untouched() compares every byte after the request.
+inline Untouched arm_untouched(Pair &p)
+{
+	Untouched u;
+	int k = 0;
+
+	for (Side *s : { &p.a, &p.b }) {
+		std::span<uint8_t> w = s->buf.whole();
+		for (size_t i = 0; i < w.size(); i++)
+			w[i] = uint8_t(0x5a + 0x40 * k + i * 13 + (i >> 9));
+		(k++ ? u.b : u.a).assign(w.begin(), w.end());
+	}
+	return u;
+}
+
+// After @what: both sides' mappings are as arm_untouched() left them, but
+// for b's bytes [@free_off, @free_off + @free_len), which the request may
+// have written (a receive buffer an error completion left undefined).
+inline bool expect_untouched(const Pair &p, const Untouched &u,
+			     const char *what, size_t free_off = 0,
+			     size_t free_len = 0)
+{
+	bool ok = true;
+
+	for (int k = 0; k < 2; k++) {
+		std::span<const uint8_t> w = (k ? p.b : p.a).buf.whole();
+		const std::vector<uint8_t> &want = k ? u.b : u.a;
+		size_t changed = 0, first = 0;
+
+		for (size_t i = 0; i < w.size(); i++) {
+			size_t off = i - kGuardLen; // wraps before the buffer
+			if (k && off >= free_off && off - free_off < free_len)
+				continue;
+			if (w[i] != want[i] && !changed++)
+				first = i;
+		}
+		CHECK(!changed, "%s: %zu bytes of %c's buffer changed, the "
+		      "first at offset %lld from its start", what, changed,
+		      k ? 'b' : 'a', (long long)first - (long long)kGuardLen);
+		ok = ok && !changed;
+	}
+	return ok;
 }
 
 // A completion with the given fields, else a failure that says which.
@@ -321,6 +436,32 @@ inline void restate(Pair &p)
 	}
 	connect(p, p.a, p.b);
 	connect(p, p.b, p.a);
+}
+
+// a's RDMA @op (WRITE or READ, from or into a's buffer's start) of @len
+// bytes at @raddr/@rkey must be refused with @want: it is, and not a byte
+// of either side's buffer (guards included) changed; then both QPs are
+// connected again.
+inline void refused_rdma(Pair &p, ibv_wr_opcode op, uint64_t raddr,
+			 uint32_t rkey, uint32_t len, uint64_t id,
+			 ibv_wc_status want, const char *what)
+{
+	Untouched u = arm_untouched(p);
+	ibv_wc wc{};
+
+	CHECK(post_send(p.a, op, 0, len, id, raddr, rkey) == 0, "%s: post",
+	      what);
+	if (poll_one(p.a, wc))
+		expect_eq_status(wc.status, want, what);
+	expect_untouched(p, u, what);
+	restate(p);
+}
+
+inline void refused_write(Pair &p, uint64_t raddr, uint32_t rkey,
+			  uint32_t len, uint64_t id, ibv_wc_status want,
+			  const char *what)
+{
+	refused_rdma(p, IBV_WR_RDMA_WRITE, raddr, rkey, len, id, want, what);
 }
 
 // Anonymous private memory, not yet touched.

@@ -4,6 +4,8 @@
 // and a QP without remote write (REM_ACCESS_ERR), another PD's lkey
 // (LOC_PROT_ERR), a short receive (LOC_LEN_ERR), RNR and transport retries
 // spent (RNR_RETRY_EXC_ERR, RETRY_EXC_ERR), a late receive found by RNR.
+// Each refusal leaves both sides' buffers, guard pages included, as they
+// were to the byte (expect_untouched()).
 #include "xfer.h"
 
 namespace xfer {
@@ -12,16 +14,11 @@ namespace {
 // A bad rkey: REM_ACCESS_ERR, nothing written, the QP in error.
 void t_err_rkey(Pair &p)
 {
-	memset(&p.b.buf[0], 0, 64);
-	fill(p.a, 0, 64, 1);
+	Untouched u = arm_untouched(p);
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 60, remote(p.b, 0),
 			p.b.mr->rkey ^ 0x80) == 0, "post");
 	expect_wc(p.a, 60, IBV_WC_REM_ACCESS_ERR);
-	for (int i = 0; i < 64; i++)
-		if (p.b.buf[i]) {
-			CHECK(false, "a write with a bad rkey changed memory");
-			break;
-		}
+	expect_untouched(p, u, "a WRITE with a bad rkey");
 	ibv_qp_attr a{};
 	ibv_qp_init_attr ia{};
 	ibv_query_qp(p.a.qp, &a, IBV_QP_STATE, &ia);
@@ -29,45 +26,64 @@ void t_err_rkey(Pair &p)
 	      a.qp_state);
 }
 
-// Beyond the MR's end: REM_ACCESS_ERR.
+// Beyond the MR's end: REM_ACCESS_ERR, and neither the target nor the
+// READ's local buffer has a byte of the other's (the first 100 bytes are in
+// the MR: a partial answer would have them).
 void t_err_bounds(Pair &p)
 {
-	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 4096, 61,
-			remote(p.b, kBuf - 100), p.b.mr->rkey) == 0, "post");
-	expect_wc(p.a, 61, IBV_WC_REM_ACCESS_ERR);
+	refused_rdma(p, IBV_WR_RDMA_READ, remote(p.b, kBuf - 100),
+		     p.b.mr->rkey, 4096, 61, IBV_WC_REM_ACCESS_ERR,
+		     "a READ past the MR's end");
+}
+
+// A WRITE whose first packet (1024 bytes) is inside the MR and whose
+// second is not: refused whole (C9-88), the first packet's bytes too.
+void t_err_bounds_write(Pair &p)
+{
+	refused_write(p, remote(p.b, kBuf - 1500), p.b.mr->rkey, 4096, 68,
+		      IBV_WC_REM_ACCESS_ERR, "a WRITE past the MR's end");
 }
 
 // The responder QP does not allow remote writes: REM_ACCESS_ERR.
 void t_err_qp_access(Pair &p)
 {
-	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 16, 62, remote(p.b, 0),
-			p.b.mr->rkey) == 0, "post");
-	expect_wc(p.a, 62, IBV_WC_REM_ACCESS_ERR);
+	refused_write(p, remote(p.b, 0), p.b.mr->rkey, 256, 62,
+		      IBV_WC_REM_ACCESS_ERR,
+		      "a WRITE to a QP without remote write");
 }
 
-// A local SGE whose MR is in another PD: LOC_PROT_ERR.
+// A local SGE whose MR is in another PD: LOC_PROT_ERR, nothing sent (the
+// receive, flushed by the requester's error or left posted, got nothing).
 void t_err_lkey_pd(Pair &p)
 {
+	Untouched u = arm_untouched(p);
 	CHECK(post_recv(p.b, 0, 4096, 14) == 0, "post_recv");
 	CHECK(post_send(p.a, IBV_WR_SEND, 0, 64, 63, 0, 0, IBV_SEND_SIGNALED,
 			p.b.mr->lkey) == 0, "post");
 	expect_wc(p.a, 63, IBV_WC_LOC_PROT_ERR);
+	expect_untouched(p, u, "a SEND from another PD's lkey");
 }
 
-// A receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here.
+// A receive buffer too small: LOC_LEN_ERR there, REM_INV_REQ_ERR here. The
+// receive buffer's bytes are undefined after its error completion; not a
+// byte past it changes.
 void t_err_recv_len(Pair &p)
 {
+	Untouched u = arm_untouched(p);
 	CHECK(post_recv(p.b, 0, 100, 15) == 0, "post_recv");
 	CHECK(post_send(p.a, IBV_WR_SEND, 0, 200, 64) == 0, "post");
 	expect_wc(p.a, 64, IBV_WC_REM_INV_REQ_ERR);
 	expect_wc(p.b, 15, IBV_WC_LOC_LEN_ERR);
+	expect_untouched(p, u, "a SEND longer than the receive", 0, 100);
 }
 
 // No receive posted and no RNR retries: RNR_RETRY_EXC_ERR.
 void t_err_rnr(Pair &p)
 {
+	Untouched u = arm_untouched(p);
 	CHECK(post_send(p.a, IBV_WR_SEND, 0, 10, 65) == 0, "post");
 	expect_wc(p.a, 65, IBV_WC_RNR_RETRY_EXC_ERR);
+	expect_untouched(p, u, "a SEND without a receive");
 }
 
 // A receive posted late is found by the RNR retry.
@@ -86,10 +102,11 @@ void t_rnr_retry(Pair &p)
 // spent, then RETRY_EXC_ERR; a peer that answers late is fine.
 void t_err_retry(Pair &p)
 {
-	fill(p.a, 0, 64, 2);
+	Untouched u = arm_untouched(p);
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 67, remote(p.b, 0),
 			p.b.mr->rkey) == 0, "post");
 	expect_wc(p.a, 67, IBV_WC_RETRY_EXC_ERR);
+	expect_untouched(p, u, "a WRITE to a QP that is not there");
 }
 
 void lost_peer(Pair &p)
@@ -112,6 +129,7 @@ void no_rnr_retry(Pair &p)
 const Test tests[] = {
 	{ "err_rkey", t_err_rkey, nullptr, false },
 	{ "err_bounds", t_err_bounds, nullptr, false },
+	{ "err_bounds_write", t_err_bounds_write, nullptr, false },
 	{ "err_qp_access", t_err_qp_access, no_remote_write, false },
 	{ "err_lkey_pd", t_err_lkey_pd, nullptr, true },
 	{ "err_recv_len", t_err_recv_len, nullptr, false },

@@ -44,10 +44,19 @@ void t_rnr_imm_pin(Pair &p)
 	CHECK(vm_pin_kb() >= before + long(len >> 10), "VmPin %ld kB after "
 	      "registering 1 MiB, %ld kB before", vm_pin_kb(), before);
 	fill(p.a, 0, wlen, 9);
+	long long naks = port_counter(p, "rnr_nak_sent");
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, wlen, 1,
 			uintptr_t(target.data() + 100), mr->rkey) == 0, "post");
-	// Many RNR NAKs (min_rnr_timer 1: 10 us each) before the receive.
-	usleep(300000);
+	// Many RNR NAKs (min_rnr_timer 1: 10 us each) before the receive: at
+	// least one before it is posted, or the test tested nothing.
+	for (int i = 0; i < 3000 && port_counter(p, "rnr_nak_sent") <= naks;
+	     i++)
+		usleep(1000);
+	usleep(100000);
+	long long sent = port_counter(p, "rnr_nak_sent") - naks;
+	CHECK(naks >= 0 && sent >= 1, "no RNR NAK was sent before the "
+	      "receive was posted (rnr_nak_sent %lld, then %lld more)", naks,
+	      sent);
 	CHECK(post_recv(p.b, 0, 16, 2) == 0, "post_recv");
 	expect_wc(p.b, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, wlen);
 	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
@@ -243,26 +252,29 @@ void t_srq_flush_taken(Pair &p)
 // error.
 void t_uc_bad_rkey(Pair &p)
 {
-	fill(p.a, 0, 3000, 3);
-	memset(&p.b.buf[0], 0, 8192);
+	Untouched u = arm_untouched(p);
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 3000, 1, remote(p.b, 0),
 			p.b.mr->rkey ^ 0x55) == 0, "post");
 	if (p.type == IBV_QPT_RC) {
 		expect_wc(p.a, 1, IBV_WC_REM_ACCESS_ERR);
+		expect_untouched(p, u, "an RC WRITE with a bad rkey");
 		return;
 	}
 	expect_wc(p.a, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
-	usleep(50000);
-	CHECK(qp_state(p.b.qp) == IBV_QPS_RTS, "receiver QP state %d after a "
-	      "bad rkey", qp_state(p.b.qp));
-	CHECK(std::count(p.b.buf.begin(), p.b.buf.begin() + 8192, 0) == 8192,
-	      "bytes landed through a bad rkey");
+	// The next WRITE, on the same QP, lands after the bad one would have:
+	// once it completed there, the bad one's bytes would be there too.
 	CHECK(post_recv(p.b, 8192, 16, 2) == 0, "post_recv");
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, 3,
-			remote(p.b, 100), p.b.mr->rkey) == 0, "post");
+			remote(p.b, 16384), p.b.mr->rkey) == 0, "post");
 	expect_wc(p.a, 3, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	expect_wc(p.b, 2, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 3000);
-	CHECK(same(p.a, 0, p.b, 100, 3000), "written bytes differ");
+	CHECK(same(p.a, 0, p.b, 16384, 3000), "written bytes differ");
+	CHECK(qp_state(p.b.qp) == IBV_QPS_RTS, "receiver QP state %d after a "
+	      "bad rkey", qp_state(p.b.qp));
+	// Nothing else changed: the receive buffer (unused by a WRITE with
+	// immediate) and the good WRITE's target are left out.
+	expect_untouched(p, u, "a UC WRITE with a bad rkey", 8192,
+			 16384 + 3000 - 8192);
 }
 
 // QP numbers are not handed out in sequence: of 32 QPs made one after the
@@ -337,7 +349,8 @@ void t_bind_other_pd(Pair &p)
 		}
 	});
 	long ebusy = 0, failed = 0, done = 0;
-	auto end = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+	auto end = std::chrono::steady_clock::now() +
+		   std::chrono::seconds(3 * time_scale());
 	while (std::chrono::steady_clock::now() < end && refused < 1000) {
 		int access = base | (done & 1 ? IBV_ACCESS_REMOTE_READ
 					       : IBV_ACCESS_REMOTE_WRITE);
@@ -351,8 +364,9 @@ void t_bind_other_pd(Pair &p)
 	}
 	stop = true;
 	binder.join();
-	CHECK(refused >= 50, "only %ld binds refused in 3 s (%ld otherwise): "
-	      "the test proves nothing", long(refused), long(other));
+	CHECK(refused >= 50, "only %ld binds refused in %ld s (%ld "
+	      "otherwise): the test proves nothing", long(refused),
+	      3 * time_scale(), long(other));
 	CHECK(!other, "%ld binds of another PD's MR not refused with "
 	      "MW_BIND_ERR", long(other));
 	CHECK(!ebusy && !failed, "%ld of the owner's rereg calls failed with "

@@ -41,17 +41,16 @@ void t_mw_type1(Pair &p)
 	expect_eq_status(write_to(p, remote(p.b, 4096), mw->rkey, 256, 101),
 			 IBV_WC_SUCCESS, "write through the window");
 	CHECK(same(p.a, 0, p.b, 4096, 256), "data differs");
-	expect_eq_status(write_to(p, remote(p.b, 8192 - 128), mw->rkey, 256,
-				  102),
-			 IBV_WC_REM_ACCESS_ERR, "write past the window's end");
-	restate(p);
-	expect_eq_status(write_to(p, remote(p.b, 4096), key0, 16, 103),
-			 IBV_WC_REM_ACCESS_ERR, "write with the window's old key");
-	restate(p);
+	refused_write(p, remote(p.b, 8192 - 128), mw->rkey, 256, 102,
+		      IBV_WC_REM_ACCESS_ERR, "write past the window's end");
+	refused_write(p, remote(p.b, 4096), key0, 256, 103,
+		      IBV_WC_REM_ACCESS_ERR, "write with the window's old key");
 	// A window is not a local key.
+	Untouched u = arm_untouched(p);
 	CHECK(post_send(p.b, IBV_WR_RDMA_WRITE, 4096, 64, 104, remote(p.a, 0),
 			p.a.mr->rkey, IBV_SEND_SIGNALED, mw->rkey) == 0, "post");
 	expect_wc(p.b, 104, IBV_WC_LOC_PROT_ERR);
+	expect_untouched(p, u, "a window's key as a local key");
 	restate(p);
 	// The MR is held while the window is bound.
 	errno = 0;
@@ -66,9 +65,8 @@ void t_mw_type1(Pair &p)
 	CHECK(ibv_bind_mw(p.b.qp, mw, &bind) == 0, "unbind: %s",
 	      strerror(errno));
 	expect_wc(p.b, 105, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
-	expect_eq_status(write_to(p, remote(p.b, 4096), mw->rkey, 16, 106),
-			 IBV_WC_REM_ACCESS_ERR, "write after unbind");
-	restate(p);
+	refused_write(p, remote(p.b, 4096), mw->rkey, 256, 106,
+		      IBV_WC_REM_ACCESS_ERR, "write after unbind");
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg after unbind");
 }
@@ -99,16 +97,11 @@ void t_mw_type1_zero_based(Pair &p)
 			 "zero-based write at offset 300");
 	CHECK(same(p.a, 0, p.b, 8192 + 300, 256), "data differs");
 
-	const std::vector<uint8_t> was = p.b.buf;
-	fill(p.a, 0, 256, 42);
-	expect_eq_status(write_to(p, 4096 - 128, mw->rkey, 256, 122),
-			 IBV_WC_REM_ACCESS_ERR, "write past the window's end");
-	restate(p);
-	expect_eq_status(write_to(p, remote(p.b, 8192), mw->rkey, 16, 123),
-			 IBV_WC_REM_ACCESS_ERR,
-			 "write at the zero-based window's virtual address");
-	restate(p);
-	CHECK(p.b.buf == was, "a refused write changed b's buffer");
+	refused_write(p, 4096 - 128, mw->rkey, 256, 122,
+		      IBV_WC_REM_ACCESS_ERR, "write past the window's end");
+	refused_write(p, remote(p.b, 8192), mw->rkey, 256, 123,
+		      IBV_WC_REM_ACCESS_ERR,
+		      "write at the zero-based window's virtual address");
 
 	bind.wr_id = 124;
 	bind.bind_info.mw_access_flags = rw;
@@ -168,9 +161,8 @@ void t_mw_type2(Pair &p)
 	wr.invalidate_rkey = key;
 	CHECK(ibv_post_send(p.b.qp, &wr, &bad) == 0, "post LOCAL_INV");
 	expect_wc(p.b, 113, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
-	expect_eq_status(write_to(p, 200, key, 16, 114), IBV_WC_REM_ACCESS_ERR,
-			 "write after LOCAL_INV");
-	restate(p);
+	refused_write(p, 200, key, 256, 114, IBV_WC_REM_ACCESS_ERR,
+		      "write after LOCAL_INV");
 
 	key = ibv_inc_rkey(key);
 	CHECK(post_bind2(p, mw, key, mr, 0, 4096, IBV_ACCESS_REMOTE_WRITE,
@@ -195,9 +187,8 @@ void t_mw_type2(Pair &p)
 		      "recv: %s flags 0x%x rkey 0x%x",
 		      ibv_wc_status_str(wc.status), wc.wc_flags,
 		      wc.invalidated_rkey);
-	expect_eq_status(write_to(p, remote(p.b, 0), key, 16, 118),
-			 IBV_WC_REM_ACCESS_ERR, "write after SEND_WITH_INV");
-	restate(p);
+	refused_write(p, remote(p.b, 0), key, 256, 118, IBV_WC_REM_ACCESS_ERR,
+		      "write after SEND_WITH_INV");
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
 }

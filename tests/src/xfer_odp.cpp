@@ -485,21 +485,6 @@ bool res_mr_attr(Pair &p, uint64_t mrlen, const char *name, long long *num,
 	return true;
 }
 
-// A port counter of the pair's device (sysfs hw_counters).
-long long port_counter(Pair &p, const char *name)
-{
-	std::string path = std::string("/sys/class/infiniband/") +
-			   ibv_get_device_name(p.ctx->device) +
-			   "/ports/1/hw_counters/" + name;
-	long long v = -1;
-	if (FILE *f = fopen(path.c_str(), "r")) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 // Expect the driver attribute @name of the MR of length @mrlen to be @want.
 void expect_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
 		 const char *when)

@@ -39,12 +39,8 @@ void t_rereg_access(Pair &p)
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
 			   IBV_ACCESS_LOCAL_WRITE) == 0, "rereg to local only");
 	CHECK(mr->lkey == lkey && mr->rkey == rkey, "keys changed");
-	fill(p.a, 0, 256, 1);
-	memset(&p.b.buf[0], 0, 256);
-	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 256, 1),
-			 IBV_WC_REM_ACCESS_ERR, "write without remote write");
-	CHECK(p.b.buf[0] == 0 && p.b.buf[255] == 0, "refused write landed");
-	restate(p);
+	refused_write(p, remote(p.b, 0), rkey, 256, 1, IBV_WC_REM_ACCESS_ERR,
+		      "write without remote write");
 
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) == 0,
@@ -56,9 +52,8 @@ void t_rereg_access(Pair &p)
 	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 8, 3),
 			 IBV_WC_SUCCESS, "second write");
 	// Remote read was taken away.
-	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 64, 4, remote(p.b, 0),
-			rkey) == 0, "post read");
-	expect_wc(p.a, 4, IBV_WC_REM_ACCESS_ERR);
+	refused_rdma(p, IBV_WR_RDMA_READ, remote(p.b, 0), rkey, 256, 4,
+		     IBV_WC_REM_ACCESS_ERR, "read without remote read");
 }
 
 // A PD change in place: QPs of the old PD lose the MR, the new PD's gain it.
@@ -74,15 +69,16 @@ void t_rereg_pd(Pair &p)
 	CHECK(mr->pd == pd2 && mr->rkey == rkey, "pd %p rkey 0x%x", mr->pd,
 	      mr->rkey);
 	// b's QP is in the old PD: its receive into the MR is a protection
-	// error there, a remote operational error here.
+	// error there (not a byte written), a remote operational error here.
+	Untouched u = arm_untouched(p);
 	CHECK(post_recv(p.b, 0, 4096, 10) == 0, "post_recv");
 	CHECK(post_send(p.a, IBV_WR_SEND, 0, 64, 11) == 0, "post send");
 	expect_wc(p.a, 11, IBV_WC_REM_OP_ERR);
 	expect_wc(p.b, 10, IBV_WC_LOC_PROT_ERR);
+	expect_untouched(p, u, "a receive into another PD's MR");
 	restate(p);
-	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 64, 12),
-			 IBV_WC_REM_ACCESS_ERR, "write through another PD");
-	restate(p);
+	refused_write(p, remote(p.b, 0), rkey, 256, 12, IBV_WC_REM_ACCESS_ERR,
+		      "write through another PD");
 
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, p.b.pd, nullptr, 0, 0) ==
 		      0, "rereg PD back");
@@ -113,12 +109,16 @@ void t_rereg_trans(Pair &p)
 			 IBV_WC_SUCCESS, "write to the new range");
 	CHECK(!memcmp(addr, &p.a.buf[0], len), "new range has other data");
 	CHECK(p.b.buf[0] == 0 && p.b.buf[4095] == 0, "old range written");
-	expect_eq_status(write_to(p, uintptr_t(addr) + len - 8, rkey, 16, 21),
-			 IBV_WC_REM_ACCESS_ERR, "write past the new end");
-	restate(p);
-	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 16, 22),
-			 IBV_WC_REM_ACCESS_ERR, "write to the old range");
-	restate(p);
+	// Refused: neither the new range (nor what is around it in @other),
+	// nor the old one changes.
+	std::vector<uint8_t> was = other;
+	refused_write(p, uintptr_t(addr) + len - 8, rkey, 16, 21,
+		      IBV_WC_REM_ACCESS_ERR, "write past the new end");
+	CHECK(other == was, "a refused write past the new end changed it");
+	refused_write(p, remote(p.b, 0), rkey, 256, 22, IBV_WC_REM_ACCESS_ERR,
+		      "write to the old range");
+	CHECK(other == was, "a refused write to the old range changed the "
+	      "new one");
 	// As local key too: a send from the new range.
 	CHECK(post_recv(p.a, 0, 4096, 23) == 0, "post_recv");
 	ibv_sge sge = { uintptr_t(addr), 1000, mr->lkey };
@@ -140,8 +140,8 @@ void t_rereg_trans(Pair &p)
 				   IBV_REREG_MR_CHANGE_ACCESS,
 			   pd2, &p.b.buf[0], 4096, IBV_ACCESS_LOCAL_WRITE) == 0,
 	      "rereg all three");
-	expect_eq_status(write_to(p, remote(p.b, 0), rkey, 16, 25),
-			 IBV_WC_REM_ACCESS_ERR, "write after all three");
+	refused_write(p, remote(p.b, 0), rkey, 256, 25, IBV_WC_REM_ACCESS_ERR,
+		      "write after all three");
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
 	p.b.mr = nullptr;
 	CHECK(ibv_dealloc_pd(pd2) == 0, "dealloc PD");

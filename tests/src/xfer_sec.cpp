@@ -117,17 +117,17 @@ struct Guarded {
 	}
 };
 
-// Waits up to 10 s for one completion on @cq.
+// Waits up to 10 s (times time_scale()) for one completion on @cq.
 bool wait_cq(ibv_cq *cq, ibv_wc &wc)
 {
-	for (int i = 0; i < 10000; i++) {
+	for (long i = 0; i < 10000 * time_scale(); i++) {
 		int n = ibv_poll_cq(cq, 1, &wc);
 		if (n == 1)
 			return true;
 		CHECK(n == 0, "ibv_poll_cq returned %d", n);
 		usleep(1000);
 	}
-	CHECK(false, "no completion within 10 s");
+	CHECK(false, "no completion within %ld s", 10 * time_scale());
 	return false;
 }
 
@@ -421,7 +421,8 @@ struct XrcTarget {
 struct Transport {
 	uint8_t timeout, retry_cnt, rnr_retry;
 };
-const Transport kNormal = { 14, 7, 7 }, kQuick = { 10, 1, 0 };
+const Transport kNormal = { scaled_qp_timeout(), 7, 7 },
+		kQuick = { 10, 1, 0 };
 
 // An XRC send QP of a's PD, completing in a's CQ; it has no receive queue.
 ibv_qp *xrc_ini(Pair &p)
