@@ -49,10 +49,11 @@ static int sroce_cq_ring_init(struct sroce_cq *cq, struct ib_udata *udata,
 		uctx = rdma_udata_to_drv_context(udata, struct sroce_ucontext,
 						 ibuc);
 		return sroce_ring_init(ring, &uctx->ibuc, sroce_cq_slots(cqe),
-				       sizeof(struct sroce_cqe));
+				       sizeof(struct sroce_cqe),
+				       GFP_KERNEL_ACCOUNT);
 	}
 	err = sroce_ring_init(ring, NULL, sroce_cq_slots(cqe),
-			      sizeof(struct sroce_cqe));
+			      sizeof(struct sroce_cqe), GFP_KERNEL);
 	if (err)
 		return err;
 	*kqp = kvcalloc(ring->num_slots, sizeof(**kqp), GFP_KERNEL);
@@ -61,6 +62,14 @@ static int sroce_cq_ring_init(struct sroce_cq *cq, struct ib_udata *udata,
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* A ring of @cqe entries' memory, with a kernel CQ's array of QPs. */
+static size_t sroce_cq_bytes(int cqe, struct ib_udata *udata)
+{
+	return sroce_ring_bytes(sroce_cq_slots(cqe), sizeof(struct sroce_cqe)) +
+	       (udata ? 0 : array_size(sroce_cq_slots(cqe),
+				       sizeof(struct ib_qp *)));
 }
 
 int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
@@ -83,9 +92,14 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cq->prod = 0;
 	cq->kcons = 0;
 	cq->kqp = NULL;
+	/* Charged before it is made, refused past a bound (sroce_kmem.c). */
+	sroce_kmem_start(&cq->kmem, sroce_udata_kmem_user(udata));
+	err = sroce_kmem_add(sdev, &cq->kmem, sroce_cq_bytes(attr->cqe, udata));
+	if (err)
+		goto err_kmem;
 	err = sroce_cq_ring_init(cq, udata, attr->cqe, &cq->ring, &cq->kqp);
 	if (err)
-		goto err_count;
+		goto err_kmem;
 
 	err = sroce_cq_copy_resp(&cq->ring, udata);
 	if (err)
@@ -96,6 +110,8 @@ int sroce_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 err_ring:
 	kvfree(cq->kqp);
 	sroce_ring_release(&cq->ring);
+err_kmem:
+	sroce_kmem_end(sdev, &cq->kmem);
 err_count:
 	atomic_dec(&sdev->num_cq);
 	return err;
@@ -107,6 +123,7 @@ int sroce_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 
 	kvfree(cq->kqp);
 	sroce_ring_release(&cq->ring);
+	sroce_kmem_end(to_sdev(ibcq->device), &cq->kmem);
 	atomic_dec(&to_sdev(ibcq->device)->num_cq);
 	return 0;
 }
@@ -144,6 +161,7 @@ static int sroce_cq_pending(struct sroce_cq *cq)
  */
 int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 {
+	struct sroce_dev *sdev = to_sdev(ibcq->device);
 	struct sroce_cq *cq = to_scq(ibcq);
 	struct sroce_ring new_ring, old_ring;
 	struct ib_qp **new_kqp = NULL, **old_kqp;
@@ -152,9 +170,12 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 
 	if (cqe < 1 || cqe > SROCE_MAX_CQE)
 		return -EINVAL;
-	err = sroce_cq_ring_init(cq, udata, cqe, &new_ring, &new_kqp);
+	err = sroce_kmem_add(sdev, &cq->kmem, sroce_cq_bytes(cqe, udata));
 	if (err)
 		return err;
+	err = sroce_cq_ring_init(cq, udata, cqe, &new_ring, &new_kqp);
+	if (err)
+		goto err_kmem;
 	err = sroce_cq_copy_resp(&new_ring, udata);
 	if (err)
 		goto err_ring;
@@ -187,6 +208,8 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	ibcq->cqe = new_ring.num_slots;
 	spin_unlock_irq(&cq->lock);
 
+	sroce_kmem_sub(sdev, &cq->kmem, sroce_cq_bytes(old_ring.num_slots,
+						       udata));
 	kvfree(old_kqp);
 	sroce_ring_release(&old_ring);
 	return 0;
@@ -194,6 +217,8 @@ int sroce_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 err_ring:
 	kvfree(new_kqp);
 	sroce_ring_release(&new_ring);
+err_kmem:
+	sroce_kmem_sub(sdev, &cq->kmem, sroce_cq_bytes(cqe, udata));
 	return err;
 }
 

@@ -174,6 +174,7 @@ static int sroce_newlink(const char *ibdev_name, struct net_device *ndev)
 		      &sroce_ah_xa_key);
 	spin_lock_init(&sdev->mcast_lock);
 	INIT_LIST_HEAD(&sdev->mcast_groups);
+	sroce_kmem_init(sdev);
 	sdev->port_state = sroce_netdev_port_state(ndev);
 
 	err = sroce_net_attach(sdev);
@@ -234,6 +235,7 @@ void sroce_dealloc_driver(struct ib_device *ibdev)
 	WARN_ON(!list_empty(&sdev->mcast_groups));
 	WARN_ON(!xa_empty(&sdev->ah_xa));
 	xa_destroy(&sdev->ah_xa);
+	sroce_kmem_fini(sdev);
 }
 
 static int sroce_netdev_event(struct notifier_block *nb, unsigned long event,

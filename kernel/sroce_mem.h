@@ -17,6 +17,7 @@
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
+#include "sroce_kmem.h"
 #include "sroce_param.h"
 
 struct sroce_dev;
@@ -95,6 +96,8 @@ static inline u32 sroce_key_index(u32 key)
  * @invalidated: ODP: mapped pages the MMU notifier took away
  * @prefetched: ODP: pages ibv_advise_mr() made present, and those a
  *              stream's fault-ahead made present for its next message
+ * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
+ *        range's page lists (its children's as they come and go)
  *
  * The ODP counts are of this pin: a re-registration with a new translation
  * starts them anew ("rdma resource show mr", sroce_fill_res_mr_entry()).
@@ -115,6 +118,7 @@ struct sroce_pin {
 	atomic64_t faults;
 	atomic64_t invalidated;
 	atomic64_t prefetched;
+	struct sroce_kmem kmem;
 };
 
 /* Pages a fast-registration MR may map (max_fast_reg_page_list_len). */
@@ -318,7 +322,8 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 /* sroce_odp.c */
 #if SROCE_ODP
 struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
-				u64 length, int access);
+				u64 length, int access,
+				struct sroce_kmem_user *ku);
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		     struct ib_umem_odp **locked);
 void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
@@ -338,7 +343,8 @@ int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
  */
 static inline struct sroce_pin *sroce_odp_get(struct ib_device *ibdev,
 					      u64 start, u64 length,
-					      int access)
+					      int access,
+					      struct sroce_kmem_user *ku)
 {
 	return ERR_PTR(-EOPNOTSUPP);
 }

@@ -34,6 +34,7 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
+	struct sroce_dev *sdev = to_sdev(pin->umem->ibdev);
 	struct mm_struct *grabbed = NULL;
 
 	if (pin->chunked) {
@@ -52,6 +53,7 @@ static void sroce_pin_release(struct kref *ref)
 	if (grabbed)
 		mmdrop(grabbed);
 	kvfree(pin->pages);
+	sroce_kmem_end(sdev, &pin->kmem);
 	kfree(pin);
 }
 
@@ -72,10 +74,14 @@ void sroce_pin_put(struct sroce_pin *pin)
  * Pin [start, start + length), writable if @access needs it: pages pinned
  * for reading only (perhaps the shared zero page, or pages still to be
  * copied on write) are never written through the MR. With
- * IB_ACCESS_ON_DEMAND nothing is pinned (sroce_odp_get()).
+ * IB_ACCESS_ON_DEMAND nothing is pinned (sroce_odp_get()). The kernel
+ * memory the pin needs is charged to @ku (sroce_kmem.c): its array of
+ * pages (the pages themselves count against the process's
+ * RLIMIT_MEMLOCK, ib_umem_get()).
  */
 static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
-				       u64 length, int access)
+				       u64 length, int access,
+				       struct sroce_kmem_user *ku)
 {
 	struct sroce_pin *pin;
 	struct sg_page_iter it;
@@ -83,26 +89,31 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 	int err;
 
 	if (access & IB_ACCESS_ON_DEMAND)
-		return sroce_odp_get(ibdev, start, length, access);
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+		return sroce_odp_get(ibdev, start, length, access, ku);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
+	sroce_kmem_start(&pin->kmem, ku);
 
 	pin->umem = ib_umem_get(ibdev, start, length, access);
 	if (IS_ERR(pin->umem)) {
 		err = PTR_ERR(pin->umem);
-		kfree(pin);
-		return ERR_PTR(err);
+		goto err_pin;
 	}
 	pin->offset = offset_in_page(start);
 	pin->npages = ib_umem_num_pages(pin->umem);
-	pin->pages = kvmalloc_array(pin->npages, sizeof(*pin->pages),
-				    GFP_KERNEL);
-	if (!pin->pages) {
+	err = sroce_kmem_add(to_sdev(ibdev), &pin->kmem,
+			     array_size(pin->npages, sizeof(*pin->pages)));
+	if (!err) {
+		pin->pages = kvmalloc_array(pin->npages, sizeof(*pin->pages),
+					    GFP_KERNEL_ACCOUNT);
+		if (!pin->pages)
+			err = -ENOMEM;
+	}
+	if (err) {
 		ib_umem_release(pin->umem);
-		kfree(pin);
-		return ERR_PTR(-ENOMEM);
+		goto err_pin;
 	}
 	for_each_sgtable_page(&pin->umem->sgt_append.sgt, &it, 0) {
 		if (WARN_ON_ONCE(i >= pin->npages))
@@ -110,6 +121,11 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 		pin->pages[i++] = sg_page_iter_page(&it);
 	}
 	return pin;
+
+err_pin:
+	sroce_kmem_end(to_sdev(ibdev), &pin->kmem);
+	kfree(pin);
+	return ERR_PTR(err);
 }
 
 /* The MR's current map; its mutex held. */
@@ -235,7 +251,8 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	err = sroce_mr_check(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
-	pin = sroce_pin_get(ibpd->device, start, length, access);
+	pin = sroce_pin_get(ibpd->device, start, length, access,
+			    sroce_udata_kmem_user(udata));
 	if (IS_ERR(pin))
 		return ERR_CAST(pin);
 	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin,
@@ -473,7 +490,7 @@ static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
 	if (!!(access & IB_ACCESS_ON_DEMAND) != !!pin->odp ||
 	    (!pin->odp && ib_access_writable(access) && !pin->umem->writable))
 		return sroce_pin_get(ibdev, pin->umem->address,
-				     pin->umem->length, access);
+				     pin->umem->length, access, pin->kmem.ku);
 	kref_get(&pin->ref);
 	return pin;
 }
@@ -533,7 +550,8 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 		goto out;
 
 	if (flags & IB_MR_REREG_TRANS)
-		pin = sroce_pin_get(ibmr->device, start, length, access);
+		pin = sroce_pin_get(ibmr->device, start, length, access,
+				    old->pin->kmem.ku);
 	else
 		pin = sroce_pin_for_access(ibmr->device, old->pin, access);
 	if (IS_ERR(pin)) {
@@ -618,6 +636,10 @@ int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	if (pin && rdma_nl_put_driver_u64(msg, "pages_mapped", pin->odp ?
 					  sroce_odp_pages_mapped(pin) :
 					  pin->npages))
+		goto out;
+	/* Its kernel memory (sroce_kmem.c): an ODP range's grows with use. */
+	if (pin && rdma_nl_put_driver_u64(msg, "kmem",
+					  atomic_long_read(&pin->kmem.bytes)))
 		goto out;
 	if (pin && pin->odp &&
 	    (rdma_nl_put_driver_u64(msg, "page_faults",

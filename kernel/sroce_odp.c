@@ -67,6 +67,15 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 #define SROCE_ODP_MAX_CHILDREN	256
 
 /*
+ * The kernel memory of an ODP umem of @len bytes: ib_core's lists of its
+ * pages' pfns and DMA addresses, 16 bytes a page (charged, sroce_kmem.c).
+ */
+static size_t sroce_odp_list_bytes(u64 len)
+{
+	return (size_t)(DIV_ROUND_UP_ULL(len, PAGE_SIZE) + 1) * 2 * sizeof(u64);
+}
+
+/*
  * An ODP range reached through children, made per chunk on first use:
  * implicit ODP, and explicit ranges longer than a chunk (ib_core's page
  * lists for a whole explicit range cost 16 bytes a page up front: 4 GiB
@@ -87,27 +96,33 @@ static bool sroce_odp_is_chunked(u64 start, u64 length, int access)
  * @start: the range's user address
  * @length: its bytes (implicit ODP: @start 0 and @length U64_MAX)
  * @access: IB_ACCESS_* of the registration, IB_ACCESS_ON_DEMAND among them
+ * @ku: the user the range's kernel memory is charged to: its page lists,
+ *      a chunked range's as its children come and go
  *
  * Return: the pin, reached through children for implicit ODP and for a
  * range longer than a chunk; or ERR_PTR(-ENOMEM), or ib_core's error.
  */
 struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
-				u64 length, int access)
+				u64 length, int access,
+				struct sroce_kmem_user *ku)
 {
+	struct sroce_dev *sdev = to_sdev(ibdev);
 	struct ib_umem_odp *odp;
 	struct sroce_pin *pin;
+	int err;
 
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
+	sroce_kmem_start(&pin->kmem, ku);
 	if (sroce_odp_is_chunked(start, length, access)) {
 		/* ib_core's implicit roots take no huge-page hint. */
 		odp = ib_umem_odp_alloc_implicit(ibdev,
 						 access & ~IB_ACCESS_HUGETLB);
 		if (IS_ERR(odp)) {
-			kfree(pin);
-			return ERR_CAST(odp);
+			err = PTR_ERR(odp);
+			goto err_pin;
 		}
 		/*
 		 * ib_core's implicit root does not hold its mm (only the
@@ -133,10 +148,13 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		pin->offset = offset_in_page(start);
 		return pin;
 	}
+	err = sroce_kmem_add(sdev, &pin->kmem, sroce_odp_list_bytes(length));
+	if (err)
+		goto err_pin;
 	odp = ib_umem_odp_get(ibdev, start, length, access, &sroce_odp_ops);
 	if (IS_ERR(odp)) {
-		kfree(pin);
-		return ERR_CAST(odp);
+		err = PTR_ERR(odp);
+		goto err_pin;
 	}
 	mutex_lock(&odp->umem_mutex);
 	odp->private = pin;
@@ -145,6 +163,11 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	pin->umem = &odp->umem;
 	pin->offset = offset_in_page(start);
 	return pin;
+
+err_pin:
+	sroce_kmem_end(sdev, &pin->kmem);
+	kfree(pin);
+	return ERR_PTR(err);
 }
 
 /* The user address of @va, an address of @map, whose pin is an ODP range. */
@@ -206,6 +229,9 @@ static void sroce_odp_evict(struct sroce_pin *pin)
 		return;
 	xa_erase(&pin->children, ib_umem_start(victim) >> SROCE_ODP_CHILD_SHIFT);
 	pin->nchildren--;
+	sroce_kmem_sub(to_sdev(pin->umem->ibdev), &pin->kmem,
+		       sroce_odp_list_bytes(ib_umem_end(victim) -
+					    ib_umem_start(victim)));
 	ib_umem_odp_release(victim);
 }
 
@@ -223,6 +249,8 @@ static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 				      BIT_ULL(SROCE_ODP_CHILD_SHIFT) - 1,
 			 (pin->umem->address + pin->umem->length - 1) |
 				 (PAGE_SIZE - 1));
+	struct sroce_dev *sdev = to_sdev(pin->umem->ibdev);
+	size_t bytes = sroce_odp_list_bytes(last - first + 1);
 	struct ib_umem_odp *child;
 	int err;
 
@@ -231,16 +259,31 @@ static struct ib_umem_odp *sroce_odp_add_child(struct sroce_pin *pin,
 		return ERR_PTR(-EFAULT);
 	if (pin->nchildren >= SROCE_ODP_MAX_CHILDREN)
 		sroce_odp_evict(pin);
+	/*
+	 * Its page lists, charged to the MR's user. Refused past a bound (the
+	 * device's may be others' doing): the range makes room from its own
+	 * children before it fails the access.
+	 */
+	err = sroce_kmem_add(sdev, &pin->kmem, bytes);
+	while (err && pin->nchildren) {
+		sroce_odp_evict(pin);
+		err = sroce_kmem_add(sdev, &pin->kmem, bytes);
+	}
+	if (err)
+		return ERR_PTR(err);
 	child = ib_umem_odp_alloc_child(pin->odp, first, last - first + 1,
 					&sroce_odp_ops);
-	if (IS_ERR(child))
+	if (IS_ERR(child)) {
+		sroce_kmem_sub(sdev, &pin->kmem, bytes);
 		return child;
+	}
 	mutex_lock(&child->umem_mutex);
 	child->private = pin;
 	mutex_unlock(&child->umem_mutex);
 	err = xa_err(xa_store(&pin->children, idx, child, GFP_KERNEL));
 	if (err) {
 		ib_umem_odp_release(child);
+		sroce_kmem_sub(sdev, &pin->kmem, bytes);
 		return ERR_PTR(err);
 	}
 	pin->nchildren++;

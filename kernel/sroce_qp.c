@@ -110,15 +110,18 @@ static void sroce_qp_publish_state(struct sroce_qp *qp)
 	smp_mb(); /* the state is visible before the engine looks at rings */
 }
 
-/* Bytes of the receive WQE copy: the largest WQE the QP may take. */
-static u32 sroce_qp_rwqe_size(struct sroce_qp *qp,
-			      const struct ib_qp_init_attr *init)
+/*
+ * Bytes of the receive WQE copy: the largest WQE the QP may take (@rq_slot:
+ * its own RQ's slot, 0 without one).
+ */
+static u32 sroce_qp_rwqe_size(const struct ib_qp_init_attr *init,
+			      u32 rq_slot)
 {
 	if (init->qp_type == IB_QPT_XRC_TGT)
 		return sroce_recv_slot_size(SROCE_MAX_SGE);
 	if (init->srq)
 		return to_ssrq(init->srq)->ring.slot_size;
-	return max_t(u32, qp->rq.slot_size, sizeof(struct sroce_recv_wqe));
+	return max_t(u32, rq_slot, sizeof(struct sroce_recv_wqe));
 }
 
 /*
@@ -182,6 +185,10 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct sroce_dev *sdev = to_sdev(ibqp->device);
 	struct sroce_qp *qp = to_sqp(ibqp);
 	struct ib_ucontext *uctx = NULL;
+	u32 sq_slots, sq_slot, rq_slots, rq_slot;
+	struct sroce_kmem_user *ku;
+	bool has_rq;
+	gfp_t gfp;
 	int err;
 
 	switch (init->qp_type) {
@@ -218,33 +225,61 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_count;
 	}
 
+	/*
+	 * What the consumer sized, charged to its user before it is made,
+	 * refused past a bound (sroce_kmem.c). An XRC target QP is made for
+	 * a process too, though ib_core makes it as a kernel QP: it is that
+	 * process's user's.
+	 */
+	if (uctx) {
+		sroce_kmem_start(&qp->kmem, sroce_udata_kmem_user(udata));
+	} else if (init->qp_type == IB_QPT_XRC_TGT &&
+		   !(current->flags & PF_KTHREAD)) {
+		ku = sroce_kmem_user_get(sdev);
+		if (IS_ERR(ku)) {
+			err = PTR_ERR(ku);
+			goto err_count;
+		}
+		sroce_kmem_start(&qp->kmem, ku);
+		sroce_kmem_user_put(sdev, ku);
+	}
+	gfp = qp->kmem.ku ? GFP_KERNEL_ACCOUNT : GFP_KERNEL;
+	sq_slots = roundup_pow_of_two(max(init->cap.max_send_wr, 1U));
+	sq_slot = sroce_send_slot_size(&init->cap);
+	/* XRC halves have no RQ: the target takes WQEs from XRC SRQs. */
+	has_rq = !init->srq && init->qp_type != IB_QPT_XRC_INI &&
+		 init->qp_type != IB_QPT_XRC_TGT;
+	rq_slots = roundup_pow_of_two(max(init->cap.max_recv_wr, 1U));
+	rq_slot = sroce_recv_slot_size(init->cap.max_recv_sge);
+	err = sroce_kmem_add(sdev, &qp->kmem,
+			     sroce_ring_bytes(sq_slots, sq_slot) +
+				     (has_rq ? sroce_ring_bytes(rq_slots,
+								rq_slot) : 0) +
+				     array_size(sq_slots, sq_slot) +
+				     array_size(sq_slots, sizeof(*qp->swqe)) +
+				     sroce_qp_rwqe_size(init, has_rq ? rq_slot : 0));
+	if (err)
+		goto err_kmem;
+
 	mutex_init(&qp->lock);
 	spin_lock_init(&qp->post_lock);
 	sroce_task_qp_init(qp);
 	sroce_ahead_init(&qp->resp.write_ahead);
 	sroce_ahead_init(&qp->resp.read_ahead);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
-	err = sroce_ring_init(&qp->sq, uctx,
-			      roundup_pow_of_two(max(init->cap.max_send_wr, 1U)),
-			      sroce_send_slot_size(&init->cap));
+	err = sroce_ring_init(&qp->sq, uctx, sq_slots, sq_slot, gfp);
 	if (err)
-		goto err_count;
-	/* XRC halves have no RQ: the target takes WQEs from XRC SRQs. */
-	if (!init->srq && init->qp_type != IB_QPT_XRC_INI &&
-	    init->qp_type != IB_QPT_XRC_TGT) {
-		err = sroce_ring_init(&qp->rq, uctx,
-				      roundup_pow_of_two(max(init->cap.max_recv_wr,
-							     1U)),
-				      sroce_recv_slot_size(init->cap.max_recv_sge));
+		goto err_kmem;
+	if (has_rq) {
+		err = sroce_ring_init(&qp->rq, uctx, rq_slots, rq_slot, gfp);
 		if (err)
 			goto err_sq;
 	}
 
 	err = -ENOMEM;
-	qp->sq_copy = kvzalloc(array_size(qp->sq.num_slots, qp->sq.slot_size),
-			       GFP_KERNEL);
-	qp->swqe = kvcalloc(qp->sq.num_slots, sizeof(*qp->swqe), GFP_KERNEL);
-	qp->resp.rwqe = kzalloc(sroce_qp_rwqe_size(qp, init), GFP_KERNEL);
+	qp->sq_copy = kvzalloc(array_size(sq_slots, sq_slot), gfp);
+	qp->swqe = kvcalloc(sq_slots, sizeof(*qp->swqe), gfp);
+	qp->resp.rwqe = kzalloc(sroce_qp_rwqe_size(init, has_rq ? rq_slot : 0), gfp);
 	if (!qp->sq_copy || !qp->swqe || !qp->resp.rwqe)
 		goto err_mem;
 	refcount_set(&qp->ref, 1);
@@ -276,6 +311,8 @@ err_mem:
 	sroce_ring_release(&qp->rq);
 err_sq:
 	sroce_ring_release(&qp->sq);
+err_kmem:
+	sroce_kmem_end(sdev, &qp->kmem);
 err_count:
 	atomic_dec(&sdev->num_qp);
 	return err;
@@ -306,6 +343,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	kvfree(qp->sq_copy);
 	sroce_ring_release(&qp->rq);
 	sroce_ring_release(&qp->sq);
+	sroce_kmem_end(sdev, &qp->kmem);
 	mutex_destroy(&qp->lock);
 	atomic_dec(&sdev->num_qp);
 	return 0;
@@ -508,6 +546,14 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 
 	mutex_lock(&qp->lock);
 	*attr = qp->attr;
+	/*
+	 * The PSNs as they are now, not as the last modify set them: the
+	 * next one expected (from RTR on) and the next one to send (RTS).
+	 */
+	if (qp->attr.qp_state >= IB_QPS_RTR && qp->attr.qp_state != IB_QPS_ERR)
+		attr->rq_psn = qp->resp.epsn;
+	if (qp->attr.qp_state >= IB_QPS_RTS && qp->attr.qp_state != IB_QPS_ERR)
+		attr->sq_psn = qp->req.psn;
 	attr->cur_qp_state = qp->attr.qp_state;
 	attr->cap = qp->cap;
 	attr->sq_draining = 0;

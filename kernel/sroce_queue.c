@@ -27,30 +27,45 @@ to_smmap(struct rdma_user_mmap_entry *entry)
 }
 
 /**
+ * sroce_ring_bytes - the memory of a ring
+ * @num_slots: number of slots, a power of two
+ * @slot_size: bytes per slot
+ *
+ * Return: its bytes (whole pages), or 0 for a bad geometry.
+ */
+size_t sroce_ring_bytes(u32 num_slots, u32 slot_size)
+{
+	size_t bytes;
+
+	if (!num_slots || !is_power_of_2(num_slots) || !slot_size)
+		return 0;
+	if (check_mul_overflow((size_t)num_slots, (size_t)slot_size, &bytes) ||
+	    check_add_overflow(bytes, (size_t)SROCE_RING_SLOTS_OFFSET, &bytes))
+		return 0;
+	return PAGE_ALIGN(bytes);
+}
+
+/**
  * sroce_ring_init - allocate a ring
  * @ring: the ring to set up
  * @uctx: the user context that will mmap it, or NULL for a kernel ring
  * @num_slots: number of slots, a power of two
  * @slot_size: bytes per slot
+ * @gfp: GFP_KERNEL_ACCOUNT for a ring a process sized (charged to its
+ *       memory cgroup), else GFP_KERNEL
  *
  * Return: 0, -EINVAL for a bad geometry, or -ENOMEM.
  */
 int sroce_ring_init(struct sroce_ring *ring, struct ib_ucontext *uctx,
-		    u32 num_slots, u32 slot_size)
+		    u32 num_slots, u32 slot_size, gfp_t gfp)
 {
-	size_t bytes;
+	size_t bytes = sroce_ring_bytes(num_slots, slot_size);
 	void *buf;
 	int err;
 
-	if (!num_slots || !is_power_of_2(num_slots) || !slot_size)
+	if (!bytes)
 		return -EINVAL;
-	if (check_mul_overflow((size_t)num_slots, (size_t)slot_size, &bytes) ||
-	    check_add_overflow(bytes, (size_t)SROCE_RING_SLOTS_OFFSET, &bytes))
-		return -EINVAL;
-	bytes = PAGE_ALIGN(bytes);
-
-	buf = __vmalloc(bytes, (uctx ? GFP_KERNEL_ACCOUNT : GFP_KERNEL) |
-				      __GFP_ZERO | __GFP_NOWARN);
+	buf = __vmalloc(bytes, gfp | __GFP_ZERO | __GFP_NOWARN);
 	if (!buf)
 		return -ENOMEM;
 
@@ -63,7 +78,7 @@ int sroce_ring_init(struct sroce_ring *ring, struct ib_ucontext *uctx,
 	if (!uctx)
 		return 0;
 
-	ring->mmap = kzalloc(sizeof(*ring->mmap), GFP_KERNEL);
+	ring->mmap = kzalloc(sizeof(*ring->mmap), gfp);
 	if (!ring->mmap) {
 		err = -ENOMEM;
 		goto err_free;

@@ -36,8 +36,9 @@ struct sroce_ring {
 	struct sroce_mmap_entry *mmap;
 };
 
+size_t sroce_ring_bytes(u32 num_slots, u32 slot_size);
 int sroce_ring_init(struct sroce_ring *ring, struct ib_ucontext *uctx,
-		    u32 num_slots, u32 slot_size);
+		    u32 num_slots, u32 slot_size, gfp_t gfp);
 void sroce_ring_release(struct sroce_ring *ring);
 void sroce_ring_geom(const struct sroce_ring *ring,
 		     struct sroce_ring_geom *geom);

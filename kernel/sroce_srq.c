@@ -97,10 +97,18 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 
 	spin_lock_init(&srq->lock);
 	slot = sroce_recv_slot_size(max(init->attr.max_sge, 1U));
-	err = sroce_ring_init(&srq->ring, uctx,
-			      roundup_pow_of_two(init->attr.max_wr), slot);
+	/* Charged before it is made, refused past a bound (sroce_kmem.c). */
+	sroce_kmem_start(&srq->kmem, sroce_udata_kmem_user(udata));
+	err = sroce_kmem_add(sdev, &srq->kmem,
+			     sroce_ring_bytes(roundup_pow_of_two(init->attr.max_wr),
+					      slot));
 	if (err)
-		goto err_count;
+		goto err_kmem;
+	err = sroce_ring_init(&srq->ring, uctx,
+			      roundup_pow_of_two(init->attr.max_wr), slot,
+			      uctx ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
+	if (err)
+		goto err_kmem;
 	srq->cons = 0;
 	srq->limit = 0;
 	srq->max_sge = min_t(u32, SROCE_MAX_SGE,
@@ -110,8 +118,18 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	init->attr.max_sge = srq->max_sge;
 	refcount_set(&srq->ref, 1);
 	init_completion(&srq->released);
+
+	if (udata) {
+		sroce_ring_geom(&srq->ring, &resp.ring);
+		err = ib_copy_to_udata(udata, &resp, sizeof(resp));
+		if (err)
+			goto err_ring;
+	}
+	/*
+	 * Last: XRC senders name it by number, and from here packets find it
+	 * (only destroy, which waits for them, takes it away again).
+	 */
 	if (init->srq_type == IB_SRQT_XRC) {
-		/* XRC senders name it by number: from here packets find it. */
 		err = xa_alloc_cyclic_irq(&sdev->srq_xa,
 					  &ibsrq->ext.xrc.srq_num, srq,
 					  XA_LIMIT(1, SROCE_QPN_MASK),
@@ -119,20 +137,12 @@ int sroce_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 		if (err < 0)
 			goto err_ring;
 	}
-
-	if (!udata)
-		return 0;
-	sroce_ring_geom(&srq->ring, &resp.ring);
-	err = ib_copy_to_udata(udata, &resp, sizeof(resp));
-	if (err)
-		goto err_srqn;
 	return 0;
 
-err_srqn:
-	if (init->srq_type == IB_SRQT_XRC)
-		xa_erase_irq(&sdev->srq_xa, ibsrq->ext.xrc.srq_num);
 err_ring:
 	sroce_ring_release(&srq->ring);
+err_kmem:
+	sroce_kmem_end(sdev, &srq->kmem);
 err_count:
 	atomic_dec(&sdev->num_srq);
 	return err;
@@ -178,6 +188,7 @@ int sroce_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 		wait_for_completion(&srq->released);
 	}
 	sroce_ring_release(&srq->ring);
+	sroce_kmem_end(to_sdev(ibsrq->device), &srq->kmem);
 	atomic_dec(&to_sdev(ibsrq->device)->num_srq);
 	return 0;
 }

@@ -198,20 +198,35 @@ static void sroce_get_dev_fw_str(struct ib_device *ibdev, char *str)
 		 SROCE_FW_VER_MINOR, SROCE_FW_VER_SUB);
 }
 
+/* The context's objects are charged to the user who opens it. */
 static int sroce_alloc_ucontext(struct ib_ucontext *ibuc,
 				struct ib_udata *udata)
 {
+	struct sroce_ucontext *uc = container_of(ibuc, struct sroce_ucontext,
+						 ibuc);
 	struct sroce_alloc_ucontext_resp resp = {
 		.abi_version = SROCE_UVERBS_ABI_VERSION,
 	};
+	struct sroce_dev *sdev = to_sdev(ibuc->device);
+	int err = 0;
 
-	if (!udata->outlen)
-		return 0;
-	return ib_copy_to_udata(udata, &resp, min(sizeof(resp), udata->outlen));
+	uc->ku = sroce_kmem_user_get(sdev);
+	if (IS_ERR(uc->ku))
+		return PTR_ERR(uc->ku);
+	if (udata->outlen)
+		err = ib_copy_to_udata(udata, &resp,
+				       min(sizeof(resp), udata->outlen));
+	if (err)
+		sroce_kmem_user_put(sdev, uc->ku);
+	return err;
 }
 
 static void sroce_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
+	struct sroce_ucontext *uc = container_of(ibuc, struct sroce_ucontext,
+						 ibuc);
+
+	sroce_kmem_user_put(to_sdev(ibuc->device), uc->ku);
 }
 
 /*
@@ -303,6 +318,8 @@ static const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_FAULTS].name = "odp_page_faults",
 	[SROCE_CNT_ODP_INVALIDATED].name = "odp_pages_invalidated",
 	[SROCE_CNT_ODP_PREFETCHED].name = "odp_pages_prefetched",
+	[SROCE_CNT_KMEM_BYTES].name = "kmem_bytes",
+	[SROCE_CNT_KMEM_REFUSED].name = "kmem_refused",
 };
 
 /* The name "rdma statistic" shows for counter @c, for debug lines. */
@@ -333,6 +350,35 @@ static int sroce_get_hw_stats(struct ib_device *ibdev,
 	return SROCE_NUM_COUNTERS;
 }
 
+/*
+ * "rdma resource show qp|cq -dd": the kernel memory the object's user made
+ * sroce allocate for it (sroce_kmem.c).
+ */
+static int sroce_fill_res_kmem(struct sk_buff *msg, const struct sroce_kmem *k)
+{
+	struct nlattr *table;
+
+	table = nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+	if (!table)
+		return -EMSGSIZE;
+	if (rdma_nl_put_driver_u64(msg, "kmem", atomic_long_read(&k->bytes))) {
+		nla_nest_cancel(msg, table);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(msg, table);
+	return 0;
+}
+
+static int sroce_fill_res_qp_entry(struct sk_buff *msg, struct ib_qp *ibqp)
+{
+	return sroce_fill_res_kmem(msg, &to_sqp(ibqp)->kmem);
+}
+
+static int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
+{
+	return sroce_fill_res_kmem(msg, &to_scq(ibcq)->kmem);
+}
+
 static const struct ib_device_ops sroce_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -361,7 +407,9 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.destroy_qp = sroce_destroy_qp,
 	.destroy_srq = sroce_destroy_srq,
 	.detach_mcast = sroce_detach_mcast,
+	.fill_res_cq_entry = sroce_fill_res_cq_entry,
 	.fill_res_mr_entry = sroce_fill_res_mr_entry,
+	.fill_res_qp_entry = sroce_fill_res_qp_entry,
 	.disassociate_ucontext = sroce_disassociate_ucontext,
 	.get_dev_fw_str = sroce_get_dev_fw_str,
 	.get_dma_mr = sroce_get_dma_mr,

@@ -21,6 +21,7 @@
 #include <rdma/sroce-abi.h>
 
 #include "sroce_hdr.h"
+#include "sroce_kmem.h"
 #include "sroce_mem_api.h"
 #include "sroce_param.h"
 #include "sroce_queue.h"
@@ -70,6 +71,8 @@ enum sroce_counter {
 	SROCE_CNT_ODP_FAULTS,
 	SROCE_CNT_ODP_INVALIDATED,
 	SROCE_CNT_ODP_PREFETCHED,
+	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
+	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
 	SROCE_NUM_COUNTERS,
 };
 
@@ -108,6 +111,9 @@ struct sroce_net;
  * @key_used: bitmap of the key indices handed out since the last renewal,
  *            those in use among them (under @key_lock)
  * @key_nused: how many bits of @key_used are set (under @key_lock)
+ * @kmem_users: user id -> struct sroce_kmem_user, the users whose
+ *              processes have the device open (sroce_kmem.c)
+ * @kmem_lock: serialises adding and removing @kmem_users' entries
  * @counters: the device's statistics, indexed by enum sroce_counter: added
  *            to atomically from any context (sroce_count()), read by
  *            ops.get_hw_stats ("rdma statistic")
@@ -141,6 +147,8 @@ struct sroce_dev {
 	u32 ah_next;
 	struct xarray srq_xa;
 	u32 srq_next;
+	struct xarray kmem_users;
+	struct mutex kmem_lock; /* see above */
 	atomic64_t counters[SROCE_NUM_COUNTERS];
 };
 
@@ -155,8 +163,14 @@ static inline void sroce_count(struct sroce_dev *sdev, enum sroce_counter c)
 	atomic64_inc(&sdev->counters[c]);
 }
 
+/**
+ * struct sroce_ucontext - a process's context
+ * @ibuc: ib_core's
+ * @ku: the user its objects' memory is charged to (sroce_kmem.c)
+ */
 struct sroce_ucontext {
 	struct ib_ucontext ibuc;
+	struct sroce_kmem_user *ku;
 };
 
 struct sroce_pd {
@@ -177,6 +191,7 @@ struct sroce_xrcd {
  * @prod: the kernel's producer index (the shared one is only written)
  * @kqp: kernel CQ only: the QP of each slot's completion (for ib_wc.qp)
  * @kcons: kernel CQ only: the consumer index of ops.poll_cq
+ * @kmem: its ring's memory, charged (sroce_kmem.c)
  */
 struct sroce_cq {
 	struct ib_cq ibcq;
@@ -185,6 +200,7 @@ struct sroce_cq {
 	u32 prod;
 	struct ib_qp **kqp;
 	u32 kcons;
+	struct sroce_kmem kmem;
 };
 
 /* A RoCEv2 destination: what a connected QP's (or an AH's) path needs. */
@@ -348,6 +364,7 @@ enum { SROCE_RES_FREE, SROCE_RES_READ, SROCE_RES_ATOMIC };
  * @ref: XRC SRQs: held by the SRQ table and by each XRC target QP using
  *       the SRQ for a packet or a message
  * @released: completed when @ref drops to zero
+ * @kmem: its ring's memory, charged (sroce_kmem.c)
  */
 struct sroce_srq {
 	struct ib_srq ibsrq;
@@ -358,6 +375,7 @@ struct sroce_srq {
 	u32 max_sge;
 	refcount_t ref;
 	struct completion released;
+	struct sroce_kmem kmem;
 };
 
 /**
@@ -417,6 +435,7 @@ struct sroce_inline;
  * @sq_comp: the oldest send WQE not completed (published as the SQ's cons)
  * @req: requester state
  * @resp: responder state
+ * @kmem: its rings' and its WQE state's memory, charged (sroce_kmem.c)
  */
 struct sroce_qp {
 	struct ib_qp ibqp;
@@ -447,11 +466,24 @@ struct sroce_qp {
 	u32 sq_comp;
 	struct sroce_req req;
 	struct sroce_resp resp;
+	struct sroce_kmem kmem;
 };
 
 static inline struct sroce_dev *to_sdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct sroce_dev, ibdev);
+}
+
+/*
+ * The user an object made through @udata is charged to (its context's);
+ * NULL without @udata: a kernel consumer's object.
+ */
+static inline struct sroce_kmem_user *sroce_udata_kmem_user(struct ib_udata *udata)
+{
+	if (!udata)
+		return NULL;
+	return rdma_udata_to_drv_context(udata, struct sroce_ucontext,
+					 ibuc)->ku;
 }
 
 static inline struct sroce_pd *to_spd(struct ib_pd *ibpd)

@@ -4,7 +4,9 @@
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 check=$repo/tests/bin/sroce-check
 xfer=$repo/tests/bin/sroce-xfer
-export RDMAV_DRIVERS=$repo/userspace/libsroce
+# The provider: the one make built, or SROCE_PROVIDER (make check-debug's
+# build for gcov, scripts/guest/guest-init.sh).
+export RDMAV_DRIVERS=${SROCE_PROVIDER:-$repo/userspace/libsroce}
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 

@@ -18,6 +18,9 @@
 //                                    posting rules, flush in the error state
 //   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ, an MR, a QP
 //                                    until the device goes away (DEVICE_FATAL)
+//   sroce-check kmem DEV             the kernel memory bounds: per user, per
+//                                    device, counted and reported (root; sets
+//                                    the module's parameters)
 #include "check.h"
 
 #include <arpa/inet.h>
@@ -28,6 +31,7 @@
 #include <poll.h>
 #include <set>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <string>
 #include <string_view>
@@ -842,9 +846,163 @@ int cmd_hold(const char *dev, int npd)
 	return failures ? 1 : 0;
 }
 
+// ---- kernel memory bounds (sroce_kmem.c) ----------------------------------
+
+// Port counter @name of @dev (sysfs hw_counters, read afresh), or -1.
+long long hw_counter(const char *dev, const char *name)
+{
+	std::string path = std::string("/sys/class/infiniband/") + dev +
+			   "/ports/1/hw_counters/" + name;
+	long long v = -1;
+
+	usleep(50000); // past the counters' cache lifespan (10 ms)
+	if (FILE *f = fopen(path.c_str(), "r")) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+bool set_param(const char *name, long long mb)
+{
+	std::string path = std::string("/sys/module/sroce/parameters/") + name;
+	FILE *f = fopen(path.c_str(), "w");
+	bool ok = f && fprintf(f, "%lld\n", mb) > 0;
+
+	if (f)
+		ok = fclose(f) == 0 && ok;
+	CHECK(ok, "write %lld to %s: %s", mb, path.c_str(), strerror(errno));
+	return ok;
+}
+
+// The sum of "kmem" of this process's CQs on @dev, as
+// "rdma -j -dd resource show cq" shows them (driver attributes are
+// "drv_"-prefixed there); -1 if it shows none.
+long long res_cq_kmem(const char *dev)
+{
+	std::string cmd = std::string("rdma -j -dd resource show cq dev ") +
+			  dev;
+	std::string mine = "\"pid\":" + std::to_string(getpid()) + ",";
+	std::string out;
+	char buf[4096];
+	size_t n;
+	long long sum = -1;
+	FILE *f = popen(cmd.c_str(), "r");
+
+	while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		out.append(buf, n);
+	if (f)
+		pclose(f);
+	// One flat object per CQ, between braces.
+	for (size_t at = out.find('{'); at != std::string::npos;
+	     at = out.find('{', at + 1)) {
+		std::string obj = out.substr(at, out.find('}', at) - at);
+		size_t k = obj.find("\"drv_kmem\":");
+		if (obj.find(mine) != std::string::npos && k != std::string::npos)
+			sum = (sum < 0 ? 0 : sum) + atoll(obj.c_str() + k + 11);
+	}
+	return sum;
+}
+
+// CQs of @cqe entries in a new context on @dev until one is refused or
+// @want are made; the CQs made (0 on failure). The refused one must fail
+// with ENOMEM and leave the device's kernel memory as it was.
+std::vector<ibv_cq *> cqs_until_refused(ibv_context *c, const char *dev,
+					int want, const char *who)
+{
+	std::vector<ibv_cq *> cqs;
+
+	for (int i = 0; i <= want; i++) {
+		long long before = hw_counter(dev, "kmem_bytes");
+		ibv_cq *cq = ibv_create_cq(c, 32768, nullptr, nullptr, 0);
+		if (cq) {
+			cqs.push_back(cq);
+			continue;
+		}
+		CHECK(errno == ENOMEM, "%s: CQ %d refused with %s, expected "
+		      "ENOMEM", who, i + 1, strerror(errno));
+		CHECK(hw_counter(dev, "kmem_bytes") == before, "%s: the "
+		      "refused CQ changed kmem_bytes", who);
+		break;
+	}
+	CHECK(int(cqs.size()) == want, "%s: %zu CQs made before one was "
+	      "refused, expected %d", who, cqs.size(), want);
+	return cqs;
+}
+
+// As root: this process's CQs of 2 MiB are bounded by max_user_kmem_mb (8:
+// the fourth is refused), a process of another user (uid 65534) has a
+// bound of its own but shares the device's (set so that its second CQ is
+// the last that fits); each refusal counts in kmem_refused, kmem_bytes and
+// "rdma resource"'s kmem tell what the CQs hold, and all of it goes with
+// them. The case saves and restores the parameters.
+int cmd_kmem(const char *dev)
+{
+	long long base = hw_counter(dev, "kmem_bytes");
+	long long refused = hw_counter(dev, "kmem_refused");
+
+	CHECK(base >= 0 && refused >= 0, "no kmem_bytes or kmem_refused "
+	      "counter on %s", dev);
+	if (!set_param("max_kmem_mb", 0) || !set_param("max_user_kmem_mb", 8))
+		return 1;
+	Context ctx(dev);
+	if (!ctx || failures)
+		return 1;
+	std::vector<ibv_cq *> mine = cqs_until_refused(ctx.get(), dev, 3,
+						       "root, user bound 8 MiB");
+	long long held = res_cq_kmem(dev);
+	long long now = hw_counter(dev, "kmem_bytes");
+	CHECK(held > (3 << 20) * 2 && now == base + held, "root's 3 CQs: "
+	      "rdma resource shows %lld bytes of kmem, kmem_bytes grew by "
+	      "%lld", held, now - base);
+	CHECK(hw_counter(dev, "kmem_refused") == refused + 1, "kmem_refused "
+	      "grew by %lld, expected 1", hw_counter(dev, "kmem_refused") -
+	      refused);
+
+	// The device's bound: room for two more such CQs, not three.
+	long long one = held / 3;
+	set_param("max_kmem_mb", (now + 2 * one + (1 << 20) - 1) >> 20);
+	fflush(nullptr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534)) {
+			perror("setuid 65534");
+			_exit(2);
+		}
+		Context other(dev);
+		if (!other)
+			_exit(1);
+		std::vector<ibv_cq *> cqs = cqs_until_refused(other.get(), dev,
+							      2, "uid 65534");
+		for (ibv_cq *cq : cqs)
+			CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+		_exit(failures ? 1 : 0);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
+	      WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the process of uid 65534 failed (status 0x%x)", status);
+	CHECK(hw_counter(dev, "kmem_refused") == refused + 2, "kmem_refused "
+	      "grew by %lld, expected 2", hw_counter(dev, "kmem_refused") -
+	      refused);
+	CHECK(hw_counter(dev, "kmem_bytes") == now, "kmem_bytes %lld after "
+	      "uid 65534's CQs went, %lld before they came",
+	      hw_counter(dev, "kmem_bytes"), now);
+	for (ibv_cq *cq : mine)
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+	CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes %lld after "
+	      "every CQ went, %lld before", hw_counter(dev, "kmem_bytes"),
+	      base);
+	if (!failures)
+		printf("kmem: user and device bounds enforced, %lld bytes a "
+		       "CQ\n", one);
+	return failures ? 1 : 0;
+}
+
 int usage()
 {
-	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|limit|cq|mr|qp|hold "
+	fprintf(stderr, "usage: sroce-check attrs|port|gids|events|pds|limit|cq|mr|qp|hold|kmem "
 			"DEV [ARGS]\n");
 	return 2;
 }
@@ -879,5 +1037,7 @@ int main(int argc, char **argv)
 		return cmd_limit(dev, argv[3], num(4));
 	if (cmd == "hold" && argc == 4)
 		return cmd_hold(dev, num(3));
+	if (cmd == "kmem")
+		return cmd_kmem(dev);
 	return usage();
 }

@@ -301,6 +301,74 @@ void with_atomic_write(Pair &p)
 	p.send_ops = IBV_QP_EX_WITH_ATOMIC_WRITE | IBV_QP_EX_WITH_SEND;
 }
 
+// ibv_query_qp's PSN of a QP, @mask IBV_QP_SQ_PSN or IBV_QP_RQ_PSN.
+uint32_t psn_of(ibv_qp *qp, int mask)
+{
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+
+	CHECK(ibv_query_qp(qp, &a, mask, &ia) == 0, "query QP 0x%x",
+	      qp->qp_num);
+	return mask == IBV_QP_SQ_PSN ? a.sq_psn : a.rq_psn;
+}
+
+// Field @name ("sq-psn", "rq-psn") of QP @qpn in "rdma resource show qp",
+// or -1.
+long long res_qp_field(const Pair &p, uint32_t qpn, const char *name)
+{
+	std::string cmd = std::string("rdma resource show qp link ") +
+			  ibv_get_device_name(p.ctx->device) + "/1 lqpn " +
+			  std::to_string(qpn);
+	std::string key = std::string(" ") + name + " ";
+	char line[2048];
+	long long v = -1;
+
+	FILE *f = popen(cmd.c_str(), "r");
+	CHECK(f, "%s: %s", cmd.c_str(), strerror(errno));
+	while (f && fgets(line, sizeof(line), f))
+		if (const char *at = strstr(line, key.c_str()))
+			v = atoll(at + key.size());
+	if (f)
+		pclose(f);
+	return v;
+}
+
+// The PSNs ibv_query_qp and "rdma resource show qp" report are the QP's
+// as traffic moves them (the next to send, the next expected), not those
+// the modify to RTR and RTS set: 5 SENDs of a packet and a WRITE of three
+// (MTU 1024) move each by 8.
+void t_query_psn(Pair &p)
+{
+	const uint32_t mask = 0xffffff;
+	uint32_t sq0 = psn_of(p.a.qp, IBV_QP_SQ_PSN);
+	uint32_t rq0 = psn_of(p.b.qp, IBV_QP_RQ_PSN);
+
+	CHECK(sq0 == rq0, "a sends PSN %u next, b expects %u", sq0, rq0);
+	for (int i = 0; i < 5; i++)
+		CHECK(post_recv(p.b, i * 4096, 4096, 300 + i) == 0,
+		      "post_recv");
+	for (int i = 0; i < 5; i++)
+		CHECK(post_send(p.a, IBV_WR_SEND, 0, 100, 310 + i) == 0,
+		      "post send");
+	for (int i = 0; i < 5; i++) {
+		expect_wc(p.a, 310 + i, IBV_WC_SUCCESS, IBV_WC_SEND);
+		expect_wc(p.b, 300 + i, IBV_WC_SUCCESS, IBV_WC_RECV, 100);
+	}
+	expect_eq_status(write_to(p, remote(p.b, 65536), p.b.mr->rkey, 3000,
+				  320),
+			 IBV_WC_SUCCESS, "a WRITE of 3 packets");
+	uint32_t sq1 = psn_of(p.a.qp, IBV_QP_SQ_PSN);
+	uint32_t rq1 = psn_of(p.b.qp, IBV_QP_RQ_PSN);
+	CHECK(((sq1 - sq0) & mask) == 8, "a's sq_psn went from %u to %u: "
+	      "%u PSNs, 8 sent", sq0, sq1, (sq1 - sq0) & mask);
+	CHECK(((rq1 - rq0) & mask) == 8, "b's rq_psn went from %u to %u: "
+	      "%u PSNs, 8 received", rq0, rq1, (rq1 - rq0) & mask);
+	long long rs = res_qp_field(p, p.a.qp->qp_num, "sq-psn");
+	long long rr = res_qp_field(p, p.b.qp->qp_num, "rq-psn");
+	CHECK(rs == sq1 && rr == rq1, "rdma resource: a's sq-psn %lld, b's "
+	      "rq-psn %lld; ibv_query_qp: %u, %u", rs, rr, sq1, rq1);
+}
+
 const Test tests[] = {
 	{ "send", t_send, nullptr, true },
 	{ "send_imm", t_send_imm, nullptr, true },
@@ -312,6 +380,7 @@ const Test tests[] = {
 	{ "atomic_write", t_atomic_write, with_atomic_write, false },
 	{ "stream", t_stream, nullptr, true },
 	{ "mcast", t_mcast, nullptr, false },
+	{ "query_psn", t_query_psn, nullptr, false },
 };
 
 } // namespace

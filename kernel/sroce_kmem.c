@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+/*
+ * sroce: the kernel memory processes make sroce allocate for them, counted
+ * and bounded.
+ *
+ * What a process sizes itself - a queue's ring and a QP's state for each
+ * of its WQEs (up to some 35 MiB for the largest QP), the page lists of an
+ * ODP MR's chunks (up to 16 MiB an MR) - is charged to the device and to
+ * the user the process ran as when it opened the device, and refused with
+ * ENOMEM past either bound: max_kmem_mb for everyone on a device,
+ * max_user_kmem_mb for one user (module parameters, changeable at any
+ * time; 0 is half and a quarter of RAM). A kernel consumer's objects are
+ * counted on the device but never refused. The memory is also charged to
+ * the process's memory cgroup where sroce allocates it (GFP_KERNEL_ACCOUNT;
+ * ib_core allocates an ODP range's page lists uncharged).
+ *
+ * A ring is counted while its queue lives: a process that keeps one mapped
+ * after its queue is destroyed (or a CQ's old ring after a resize) keeps
+ * its pages, in its own address space, its RSS and its memory cgroup,
+ * until it unmaps them (sroce_queue.c).
+ *
+ * The device's total is the "kmem_bytes" counter ("rdma statistic"), each
+ * refusal counts in "kmem_refused", and each QP, CQ and MR shows its own
+ * bytes as "kmem" in "rdma resource show ... -dd".
+ */
+#include <linux/cred.h>
+#include <linux/mm.h>
+#include <linux/user_namespace.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+
+#include "sroce_kmem.h"
+#include "sroce_verbs.h"
+
+static unsigned int max_kmem_mb;
+module_param(max_kmem_mb, uint, 0644);
+MODULE_PARM_DESC(max_kmem_mb,
+		 "Kernel memory (MiB) the processes on a device may make sroce allocate: rings, QP state, ODP page lists (0: half of RAM)");
+
+static unsigned int max_user_kmem_mb;
+module_param(max_user_kmem_mb, uint, 0644);
+MODULE_PARM_DESC(max_user_kmem_mb,
+		 "The same for one user's processes on a device (0: a quarter of RAM)");
+
+/**
+ * struct sroce_kmem_user - what one user's processes hold on a device
+ * @ref: the user's contexts, and the objects charged to it (some outlive
+ *       their context: an ODP pin, an XRC target QP)
+ * @uid: the user (sroce_kmem_uid())
+ * @bytes: charged to the user now
+ * @sdev: the device, whose table of users holds this one
+ */
+struct sroce_kmem_user {
+	struct kref ref;
+	kuid_t uid;
+	atomic64_t bytes;
+	struct sroce_dev *sdev;
+};
+
+/* @mb MiB, or for 0 RAM >> @ram_shift. */
+static u64 sroce_kmem_bound(unsigned int mb, unsigned int ram_shift)
+{
+	if (mb)
+		return (u64)mb << 20;
+	return ((u64)totalram_pages() << PAGE_SHIFT) >> ram_shift;
+}
+
+void sroce_kmem_init(struct sroce_dev *sdev)
+{
+	xa_init(&sdev->kmem_users);
+	mutex_init(&sdev->kmem_lock);
+}
+
+/*
+ * All objects and contexts are gone before the device (ib_core): so is
+ * every charge, and every user.
+ */
+void sroce_kmem_fini(struct sroce_dev *sdev)
+{
+	WARN_ON(atomic64_read(&sdev->counters[SROCE_CNT_KMEM_BYTES]));
+	WARN_ON(!xa_empty(&sdev->kmem_users));
+	xa_destroy(&sdev->kmem_users);
+	mutex_destroy(&sdev->kmem_lock);
+}
+
+/*
+ * The user a process is charged as: its effective uid; in a user namespace
+ * a user made, that user, so that the uids the namespace maps (from the
+ * user's subordinate ids) are not each a user with a bound of its own. In
+ * one root made (a container), the uid the administrator mapped the
+ * process to, as outside: the containers do not share root's bound.
+ */
+static kuid_t sroce_kmem_uid(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	if (ns == &init_user_ns)
+		return current_euid();
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return uid_eq(ns->owner, GLOBAL_ROOT_UID) ? current_euid() : ns->owner;
+}
+
+/**
+ * sroce_kmem_user_get - the current process's user on @sdev
+ * @sdev: the device
+ *
+ * For a context being opened, or an object ib_core makes for the process
+ * as a kernel one (an XRC target QP). Process context.
+ * Return: a reference (sroce_kmem_user_put()), or ERR_PTR(-ENOMEM).
+ */
+struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
+{
+	kuid_t uid = sroce_kmem_uid();
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	struct sroce_kmem_user *ku, *new;
+	int err;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL_ACCOUNT);
+	if (!new)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&new->ref);
+	new->uid = uid;
+	atomic64_set(&new->bytes, 0);
+	new->sdev = sdev;
+
+	mutex_lock(&sdev->kmem_lock);
+	ku = xa_load(&sdev->kmem_users, key);
+	if (ku) {
+		kref_get(&ku->ref);
+	} else {
+		err = xa_err(xa_store(&sdev->kmem_users, key, new,
+				      GFP_KERNEL_ACCOUNT));
+		ku = err ? ERR_PTR(err) : new;
+	}
+	mutex_unlock(&sdev->kmem_lock);
+	if (ku != new)
+		kfree(new);
+	return ku;
+}
+
+/* Another reference to @ku, which the caller holds one of. */
+struct sroce_kmem_user *sroce_kmem_user_hold(struct sroce_kmem_user *ku)
+{
+	if (ku)
+		kref_get(&ku->ref);
+	return ku;
+}
+
+/* The last reference went: @ku->sdev's kmem_lock held. */
+static void sroce_kmem_user_release(struct kref *ref)
+{
+	struct sroce_kmem_user *ku = container_of(ref, struct sroce_kmem_user,
+						  ref);
+
+	WARN_ON(atomic64_read(&ku->bytes));
+	xa_erase(&ku->sdev->kmem_users, from_kuid(&init_user_ns, ku->uid));
+	kfree(ku);
+}
+
+/*
+ * Drop a reference; the last takes the user out of @sdev's table. Process
+ * context (the last one takes a mutex).
+ */
+void sroce_kmem_user_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
+{
+	if (!ku)
+		return;
+	if (kref_put_mutex(&ku->ref, sroce_kmem_user_release,
+			   &sdev->kmem_lock))
+		mutex_unlock(&sdev->kmem_lock);
+}
+
+/* Add @n to @v if the sum stays within @bound. */
+static bool sroce_kmem_add_within(atomic64_t *v, u64 n, u64 bound)
+{
+	s64 old = atomic64_read(v);
+
+	do {
+		if ((u64)old + n > bound)
+			return false;
+	} while (!atomic64_try_cmpxchg(v, &old, old + n));
+	return true;
+}
+
+/**
+ * sroce_kmem_charge - count memory made for a user's object
+ * @sdev: the device
+ * @ku: the object's user, or NULL for a kernel consumer's
+ * @bytes: the memory
+ *
+ * Any context.
+ * Return: 0, or -ENOMEM past the device's or the user's bound (a kernel
+ * consumer's memory is counted, never refused).
+ */
+int sroce_kmem_charge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
+		      size_t bytes)
+{
+	atomic64_t *dev = &sdev->counters[SROCE_CNT_KMEM_BYTES];
+
+	if (!ku) {
+		atomic64_add(bytes, dev);
+		return 0;
+	}
+	if (!sroce_kmem_add_within(dev, bytes,
+				   sroce_kmem_bound(READ_ONCE(max_kmem_mb), 1)))
+		goto refused;
+	if (!sroce_kmem_add_within(&ku->bytes, bytes,
+				   sroce_kmem_bound(READ_ONCE(max_user_kmem_mb),
+						    2))) {
+		atomic64_sub(bytes, dev);
+		goto refused;
+	}
+	return 0;
+
+refused:
+	sroce_count(sdev, SROCE_CNT_KMEM_REFUSED);
+	sroce_dbg_dev(sdev, "%zu bytes for uid %u refused: %lld on the device, %lld the user's\n",
+		      bytes, from_kuid(&init_user_ns, ku->uid),
+		      atomic64_read(dev), atomic64_read(&ku->bytes));
+	return -ENOMEM;
+}
+
+/**
+ * sroce_kmem_start - an object's memory will be charged to @ku
+ * @k: the object's record
+ * @ku: the user (the object takes a reference), or NULL for a kernel
+ *      consumer's object
+ */
+void sroce_kmem_start(struct sroce_kmem *k, struct sroce_kmem_user *ku)
+{
+	k->ku = sroce_kmem_user_hold(ku);
+	atomic_long_set(&k->bytes, 0);
+}
+
+/* The object is gone: give back all it charged. Process context. */
+void sroce_kmem_end(struct sroce_dev *sdev, struct sroce_kmem *k)
+{
+	sroce_kmem_uncharge(sdev, k->ku, atomic_long_xchg(&k->bytes, 0));
+	sroce_kmem_user_put(sdev, k->ku);
+	k->ku = NULL;
+}
+
+/* Give back what sroce_kmem_charge() counted. Any context. */
+void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
+			 size_t bytes)
+{
+	atomic64_sub(bytes, &sdev->counters[SROCE_CNT_KMEM_BYTES]);
+	if (ku)
+		atomic64_sub(bytes, &ku->bytes);
+}

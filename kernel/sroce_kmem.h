@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
+/*
+ * sroce: the kernel memory processes make sroce allocate for them, counted
+ * per device and per user and bounded (sroce_kmem.c).
+ */
+#ifndef SROCE_KMEM_H
+#define SROCE_KMEM_H
+
+#include <linux/atomic.h>
+#include <linux/types.h>
+
+struct sroce_dev;
+struct sroce_kmem_user;
+
+/**
+ * struct sroce_kmem - what an object has charged
+ * @ku: its user (a reference), or NULL for a kernel consumer's object
+ * @bytes: charged now (a CQ's two resizes may run at once)
+ */
+struct sroce_kmem {
+	struct sroce_kmem_user *ku;
+	atomic_long_t bytes;
+};
+
+void sroce_kmem_init(struct sroce_dev *sdev);
+void sroce_kmem_fini(struct sroce_dev *sdev);
+struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev);
+struct sroce_kmem_user *sroce_kmem_user_hold(struct sroce_kmem_user *ku);
+void sroce_kmem_user_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
+int sroce_kmem_charge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
+		      size_t bytes);
+void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
+			 size_t bytes);
+
+void sroce_kmem_start(struct sroce_kmem *k, struct sroce_kmem_user *ku);
+void sroce_kmem_end(struct sroce_dev *sdev, struct sroce_kmem *k);
+
+/* Charge @bytes more to @k's user; 0 or -ENOMEM. */
+static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,
+				 size_t bytes)
+{
+	int err = sroce_kmem_charge(sdev, k->ku, bytes);
+
+	if (!err)
+		atomic_long_add(bytes, &k->bytes);
+	return err;
+}
+
+/* Give back @bytes of what @k charged. */
+static inline void sroce_kmem_sub(struct sroce_dev *sdev, struct sroce_kmem *k,
+				  size_t bytes)
+{
+	sroce_kmem_uncharge(sdev, k->ku, bytes);
+	atomic_long_sub(bytes, &k->bytes);
+}
+
+#endif /* SROCE_KMEM_H */

@@ -1,0 +1,14 @@
+# The kernel memory users make sroce allocate (rings, QP state, ODP page
+# lists; kernel/sroce_kmem.c) is bounded per user (max_user_kmem_mb) and
+# per device (max_kmem_mb): past either, ENOMEM, counted in kmem_refused;
+# kmem_bytes and "rdma resource show cq -dd"'s kmem say what is held, and
+# all of it goes with the objects. sroce-check kmem sets the parameters;
+# they are put back here.
+. "$(dirname "$0")/../lib.sh"
+params=/sys/module/sroce/parameters
+link_add sroce0 eth0
+saved_dev=$(cat $params/max_kmem_mb) saved_user=$(cat $params/max_user_kmem_mb)
+trap 'echo $saved_dev > $params/max_kmem_mb; echo $saved_user > $params/max_user_kmem_mb' EXIT
+out=$(timeout "$(tmo 120)" "$check" kmem sroce0 2>&1) || fail "$out"
+echo "$out"
+no_user_objects sroce0
