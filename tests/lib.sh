@@ -70,6 +70,22 @@ load_sroce() {
 
 ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
 
+# peer_ns NS DEV NET: network namespace NS with the far end of a veth
+# pair (DEVp) whose near end DEV stays here: DEV is NET.1/24, DEVp NET.2/24,
+# both up. A remote peer for raw-socket tests; both go when the case exits.
+peer_ns() {
+	local ns=$1 dev=$2 net=$3
+	trap "ip netns del $ns 2>/dev/null; ip link del $dev 2>/dev/null" EXIT
+	ip netns add "$ns" || fail "ip netns add $ns"
+	ip link add "$dev" type veth peer name "${dev}p" netns "$ns" ||
+		fail "cannot create the veth pair $dev"
+	ip addr add "$net.1/24" dev "$dev" && ip link set "$dev" up ||
+		fail "cannot set up $dev"
+	ip -n "$ns" addr add "$net.2/24" dev "${dev}p" &&
+		ip -n "$ns" link set "${dev}p" up &&
+		ip -n "$ns" link set lo up || fail "cannot set up ${dev}p"
+}
+
 # link_add NAME NETDEV: add an sroce link and wait for its device
 link_add() {
 	rdma link add "$1" type sroce netdev "$2" || fail "rdma link add $1 on $2"

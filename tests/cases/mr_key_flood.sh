@@ -6,18 +6,7 @@
 # changes (tests/src/sroce_keyflood.cpp). A WRITE with the right key lands
 # first, so the refusals are the keys'.
 . "$(dirname "$0")/../lib.sh"
-cleanup() {
-	ip netns del atk 2>/dev/null
-	ip link del vk0 2>/dev/null
-}
-trap cleanup EXIT
-ip netns add atk || fail "ip netns add atk"
-ip link add vk0 type veth peer name vk1 netns atk ||
-	fail "cannot create the veth pair"
-ip addr add 10.88.0.1/24 dev vk0 && ip link set vk0 up ||
-	fail "cannot set up vk0"
-ip -n atk addr add 10.88.0.2/24 dev vk1 && ip -n atk link set vk1 up &&
-	ip -n atk link set lo up || fail "cannot set up vk1"
+peer_ns atk vk0 10.88.0
 link_add srk vk0
 # On a debug kernel (time stretched) 10^4: there the point is the
 # kernel's reports, and 10^5 takes a quarter of an hour.

@@ -18,10 +18,15 @@
 # prefetched on another CPU (counted as prefetched, never past the MR);
 # through implicit ODP only within private anonymous memory (never past
 # its mapping, never shared memory); a WRITE out of the stream gets
-# nothing more.
+# nothing more. odp_mprotect: a read-only page takes READs and refuses
+# WRITEs, a PROT_NONE page refuses both (remote access error, no byte of
+# either side changed), writable again it takes WRITEs. odp_exit: a process
+# exits while WRITEs into its ODP MR keep coming: those before land, then
+# the requester's WRITEs fail (never hang), and the process's objects are
+# gone.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 odp advise res_mr odp_more odp_atomic_write \
-	odp_write_recv odp_ahead
+	odp_write_recv odp_ahead odp_mprotect odp_exit
 xfer_all sroce0 uc 1024 odp_write_recv
 xfer_all sroce0 rc 4096 odp

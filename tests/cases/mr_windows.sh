@@ -3,7 +3,11 @@
 # re-registered while bound; length 0 unbinds; zero-based with
 # IBV_ACCESS_ZERO_BASED, as the page lists it) and type 2 bound by a
 # IBV_WR_BIND_MW WQE (zero-based; no second bind while bound; invalidated by
-# IBV_WR_LOCAL_INV and by a peer's SEND_WITH_INV, reported in the receive).
+# IBV_WR_LOCAL_INV and by a peer's SEND_WITH_INV, reported in the receive);
+# neither invalidates a key it may not (a window that is gone, a type 1
+# window, an MR, another generation's key): an error completion, no byte
+# moved, every key still good.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
-xfer_all sroce0 rc 1024 mw_type1 mw_type1_zero_based mw_type2
+xfer_all sroce0 rc 1024 mw_type1 mw_type1_zero_based mw_type2 \
+	inv_bad_key

@@ -4,7 +4,9 @@
 # type 1 and 2 windows, AHs, SRQs, QPs of every type moved between states
 # and connected to themselves or each other), WRs of every opcode with keys
 # and addresses at and past the edges of what they name, and forked
-# children that exit with work in flight. Every verb succeeds or fails with
+# children that exit with work in flight; bursts of valid WRs between QPs
+# connected to each other, some of which must succeed (data moved). Every
+# verb succeeds or fails with
 # a real errno, objects in use cannot be destroyed, every completion is of
 # a WR posted on its queue and in order, no byte lands in the canary pages
 # around the registered buffers, and everything is gone at the end. On a
@@ -39,7 +41,12 @@ run() {
 	out=$(timeout "$(tmo 150)" "$@" "$vfuzz" sroce0 "$seed" "$nops" 2>&1) ||
 		fail "$what: $out"
 	took=$((SECONDS - t0))
-	echo "$what, $took s: $(echo "$out" | grep -E '^[0-9]+ ops, ')"
+	out=$(echo "$out" | grep -E '^[0-9]+ ops, ')
+	echo "$what, $took s: $out"
+	# Its valid WRs (the exchange operation) moved data.
+	[[ $out =~ completions,\ ([0-9]+)\ successful ]] &&
+		[ "${BASH_REMATCH[1]}" -gt 0 ] ||
+		fail "$what: not one successful completion: $out"
 }
 
 # A seed starts only if it and the unprivileged one would still end

@@ -11,18 +11,7 @@
 # so the drops are the QP types'. Its own link, veth, namespace and subnet:
 # it cannot meet mr_key_flood.sh's.
 . "$(dirname "$0")/../lib.sh"
-cleanup() {
-	ip netns del atkx 2>/dev/null
-	ip link del vx0 2>/dev/null
-}
-trap cleanup EXIT
-ip netns add atkx || fail "ip netns add atkx"
-ip link add vx0 type veth peer name vx1 netns atkx ||
-	fail "cannot create the veth pair"
-ip addr add 10.88.1.1/24 dev vx0 && ip link set vx0 up ||
-	fail "cannot set up vx0"
-ip -n atkx addr add 10.88.1.2/24 dev vx1 && ip -n atkx link set vx1 up &&
-	ip -n atkx link set lo up || fail "cannot set up vx1"
+peer_ns atkx vx0 10.88.1
 link_add srx vx0
 # On a debug kernel (time stretched) 200 of each: there the point is the
 # kernel's reports.

@@ -10,7 +10,8 @@
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-my6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1)
+my6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1 |
+	head -n 1)
 # Both sides up before the first step (the client's retries cover the rest).
 busybox ping -c 2 -W 10 "$PEER4" >/dev/null
 wire=$repo/tests/bin/sroce-wire
@@ -46,7 +47,8 @@ if [ "$ROLE" = a ]; then
 	cp /tmp/roce.pcap /tmp/out/ 2>/dev/null
 	# Stretched like every step: on the debug kernel it takes minutes.
 	out=$(timeout "$(tmo 120)" /usr/bin/python3 \
-		"$(dirname "$0")/roce_pcap.py" /tmp/roce.pcap 2>&1)
+		"$(dirname "$0")/roce_pcap.py" /tmp/roce.pcap "$MY4" "$PEER4" \
+		"$my6" "$PEER6" 2>&1)
 	rc=$?
 	[ $rc = 124 ] && out="the decoder did not finish in $(tmo 120) s"
 	if [ $rc = 0 ]; then

@@ -3,10 +3,12 @@
 """Check a capture of RoCEv2 traffic: every UDP 4791 packet has a correct
 ICRC (computed here over the masked IP, UDP and BTH headers, as the RoCEv2
 annex defines it), and Wireshark's InfiniBand dissector decodes every one
-with a known opcode and no malformed or expert errors. Prints a summary
-per source address; exits 1 on any bad packet.
+with a known opcode and no malformed or expert errors; and it holds
+packets from every address given, no other, over IPv4 and IPv6 (a capture
+of one side, or of one IP version, proves half). Prints a summary per
+source address; exits 1 on any bad packet or missing source.
 
-    roce_pcap.py FILE.pcap
+    roce_pcap.py FILE.pcap SRC...
 """
 import collections
 import subprocess
@@ -53,14 +55,19 @@ def check_decode(path):
 
 
 def main():
-    path = sys.argv[1]
+    path, want = sys.argv[1], set(sys.argv[2:])
     stats = check_icrc(path)
     opcodes, bad = check_decode(path)
-    ok = bool(stats) and bad == 0
+    ok = bad == 0
     for src, c in sorted(stats.items()):
         print(f'{src}: {c["good"]} packets with a correct ICRC, '
               f'{c["bad ICRC"]} with a wrong one')
         ok = ok and c['bad ICRC'] == 0 and c['good'] > 0
+    for src in sorted(want - set(stats)):
+        print(f'{src}: no packet captured')
+    for src in sorted(set(stats) - want):
+        print(f'{src}: not one of the VMs\' addresses')
+    ok = ok and bool(want) and set(stats) == want
     print(f'tshark: {sum(opcodes.values())} packets, {len(opcodes)} opcodes '
           f'({", ".join(sorted(opcodes))}), {bad} undecoded or malformed')
     return 0 if ok else 1

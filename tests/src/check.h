@@ -6,10 +6,15 @@
 
 #include <infiniband/verbs.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <poll.h>
+#include <string>
+#include <unistd.h>
+#include <vector>
 
 inline int failures;
 
@@ -67,6 +72,74 @@ inline ibv_send_wr one_sge_wr(ibv_sge *sge, ibv_wr_opcode op, uint64_t id,
 	wr.opcode = op;
 	wr.send_flags = flags;
 	return wr;
+}
+
+// Waits up to @ms for the next async event of @ctx and acks it. Returns
+// false (and says why) if none came.
+inline bool next_async_event(ibv_context *ctx, int ms, ibv_async_event *out)
+{
+	pollfd pfd = { ctx->async_fd, POLLIN, 0 };
+
+	if (poll(&pfd, 1, ms) <= 0) {
+		fprintf(stderr, "FAIL: no async event within %d ms\n", ms);
+		return false;
+	}
+	if (ibv_get_async_event(ctx, out)) {
+		fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
+			strerror(errno));
+		return false;
+	}
+	ibv_ack_async_event(out);
+	return true;
+}
+
+// An async event of @ctx is waiting to be read.
+inline bool async_event_pending(ibv_context *ctx)
+{
+	pollfd pfd = { ctx->async_fd, POLLIN, 0 };
+
+	return poll(&pfd, 1, 0) == 1;
+}
+
+// The objects of kind @what ("qp", "cq", "mr") on device @dev, as
+// "rdma -j -dd resource show WHAT dev DEV" lists them: each one flat JSON
+// object, as text (driver attributes are "drv_"-prefixed there). Only
+// this process's, if @mine. Empty, and a failure, if rdma fails.
+inline std::vector<std::string> res_objects(const char *dev, const char *what,
+					    bool mine = true)
+{
+	// QPs are filtered by link, the others by device.
+	std::string cmd = std::string("rdma -j -dd resource show ") + what +
+			  (strcmp(what, "qp") ? " dev " : " link ") + dev +
+			  (strcmp(what, "qp") ? "" : "/1");
+	std::string pid = "\"pid\":" + std::to_string(getpid()) + ",";
+	std::string out;
+	std::vector<std::string> objs;
+	char buf[4096];
+	size_t n;
+	FILE *f = popen(cmd.c_str(), "r");
+
+	while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		out.append(buf, n);
+	int status = f ? pclose(f) : -1;
+	CHECK(status == 0, "%s: status %d", cmd.c_str(), status);
+	for (size_t at = out.find('{'); at != std::string::npos;
+	     at = out.find('{', at + 1)) {
+		std::string obj = out.substr(at, out.find('}', at) - at + 1);
+		if (!mine || obj.find(pid) != std::string::npos)
+			objs.push_back(obj);
+	}
+	return objs;
+}
+
+// The number @key ("cqe", "drv_kmem") of such an object, or -1 if it has
+// none.
+inline long long res_field(const std::string &obj, const char *key)
+{
+	std::string k = std::string("\"") + key + "\":";
+	size_t at = obj.find(k);
+
+	return at == std::string::npos ? -1 : atoll(obj.c_str() + at + k.size());
 }
 
 // Opens the RDMA device called @name, or returns nullptr.

@@ -11,7 +11,11 @@
 //   sroce-check gids DEV             one line per valid GID: "IDX GID TYPE"
 //   sroce-check events DEV N SECS    wait for N async events, print them
 //   sroce-check pds DEV NCTX NPD     NPD PDs in each of NCTX contexts
-//   sroce-check limit DEV pd|cq      max_pd/max_cq exact and enforced (ENOMEM)
+//   sroce-check limit DEV KIND N     max_pd, max_cq, max_ah, max_srq,
+//                                    max_mcast_grp, max_mcast_qp_attach
+//                                    (KIND pd|cq|ah|srq|mcast|attach) exact
+//                                    and enforced (ENOMEM); N of them held
+//                                    by the kernel already
 //   sroce-check cq DEV               CQ create/resize/arm/channel and errnos
 //   sroce-check mr DEV               MR keys, errnos, read-only, 1 GiB
 //   sroce-check qp DEV               QP limits, state machine, attributes,
@@ -31,6 +35,7 @@
 #include <poll.h>
 #include <set>
 #include <sys/mman.h>
+#include <span>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <string>
@@ -73,24 +78,6 @@ const char *gid_type_name(ibv_gid_type t)
 	case IBV_GID_TYPE_ROCE_V2: return "RoCEv2";
 	}
 	return "?";
-}
-
-// Waits up to @ms for the next async event and acks it. Returns false (and
-// says why) if none came.
-bool next_async_event(ibv_context *ctx, int ms, ibv_async_event *out)
-{
-	pollfd pfd = { ctx->async_fd, POLLIN, 0 };
-	if (poll(&pfd, 1, ms) <= 0) {
-		fprintf(stderr, "FAIL: no async event within %d ms\n", ms);
-		return false;
-	}
-	if (ibv_get_async_event(ctx, out)) {
-		fprintf(stderr, "FAIL: ibv_get_async_event: %s\n",
-			strerror(errno));
-		return false;
-	}
-	ibv_ack_async_event(out);
-	return true;
 }
 
 int cmd_attrs(const char *dev)
@@ -289,6 +276,93 @@ int check_limit(const char *what, int limit, Alloc alloc, Release release)
 	return failures ? 1 : 0;
 }
 
+// max_ah: AHs to this port's own GID.
+int limit_ah(ibv_context *c, int limit)
+{
+	ibv_pd *pd = ibv_alloc_pd(c);
+	if (!pd)
+		return 1;
+	ibv_ah_attr aa{};
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.sgid_index = 1;
+	aa.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(c, 1, 1, &aa.grh.dgid) == 0, "query GID 1");
+	int ret = check_limit("AH", limit,
+			      [pd, &aa] { return ibv_create_ah(pd, &aa); },
+			      [](ibv_ah *ah) { return ibv_destroy_ah(ah); });
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+	return ret;
+}
+
+// The multicast group ff0e::@n (n from 1).
+ibv_gid mcast_gid(uint32_t n)
+{
+	ibv_gid g{};
+	g.raw[0] = 0xff;
+	g.raw[1] = 0x0e;
+	memcpy(&g.raw[12], &n, 4);
+	return g;
+}
+
+// max_mcast_grp (@groups: one UD QP attached to that many groups) or
+// max_mcast_qp_attach (that many UD QPs attached to one group).
+int limit_mcast(ibv_context *c, ibv_pd *pd, int limit, bool groups)
+{
+	ibv_cq *cq = ibv_create_cq(c, 1, nullptr, nullptr, 0);
+	if (!cq)
+		return 1;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap = { 1, 1, 1, 1, 0 };
+	ibv_qp *qp = groups ? ibv_create_qp(pd, &ia) : nullptr;
+	CHECK(!groups || qp, "UD QP: %s", strerror(errno));
+	if (groups && !qp) {
+		ibv_destroy_cq(cq);
+		return 1;
+	}
+	uint32_t next = 0;
+	int ret;
+
+	if (groups) {
+		// An object is a group's number, 1 on.
+		ret = check_limit(
+			"multicast group", limit,
+			[qp, &next]() -> uintptr_t {
+				ibv_gid g = mcast_gid(++next);
+				int err = ibv_attach_mcast(qp, &g, 0);
+				errno = err;
+				return err ? 0 : next;
+			},
+			[qp](uintptr_t n) {
+				ibv_gid g = mcast_gid(uint32_t(n));
+				return ibv_detach_mcast(qp, &g, 0);
+			});
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+	} else {
+		ibv_gid g = mcast_gid(1);
+		ret = check_limit(
+			"QP attached to a group", limit,
+			[pd, &ia, &g]() -> ibv_qp * {
+				ibv_qp *q = ibv_create_qp(pd, &ia);
+				int err = q ? ibv_attach_mcast(q, &g, 0) : errno;
+				if (q && err) {
+					ibv_destroy_qp(q);
+					q = nullptr;
+				}
+				errno = err;
+				return q;
+			},
+			[&g](ibv_qp *q) {
+				return ibv_detach_mcast(q, &g, 0) ?:
+					       ibv_destroy_qp(q);
+			});
+	}
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+	return ret;
+}
+
 // @in_use: objects of that kind the kernel already holds on the device
 // (ib_mad's PD and CQ), which count against the same limit.
 int cmd_limit(const char *dev, std::string_view kind, int in_use)
@@ -309,8 +383,48 @@ int cmd_limit(const char *dev, std::string_view kind, int in_use)
 			"CQ", a.max_cq - in_use,
 			[c] { return ibv_create_cq(c, 1, nullptr, nullptr, 0); },
 			[](ibv_cq *cq) { return ibv_destroy_cq(cq); });
-	fprintf(stderr, "limit: unknown kind\n");
-	return 2;
+	if (kind == "ah")
+		return limit_ah(c, a.max_ah - in_use);
+	if (kind != "srq" && kind != "mcast" && kind != "attach") {
+		fprintf(stderr, "limit: unknown kind\n");
+		return 2;
+	}
+	ibv_pd *pd = ibv_alloc_pd(c);
+	if (!pd)
+		return 1;
+	int ret;
+	if (kind == "srq")
+		ret = check_limit(
+			"SRQ", a.max_srq - in_use,
+			[pd] {
+				ibv_srq_init_attr sa{};
+				sa.attr.max_wr = 1;
+				sa.attr.max_sge = 1;
+				return ibv_create_srq(pd, &sa);
+			},
+			[](ibv_srq *srq) { return ibv_destroy_srq(srq); });
+	else
+		ret = limit_mcast(c, pd, kind == "mcast" ?
+			a.max_mcast_grp - in_use : a.max_mcast_qp_attach,
+			kind == "mcast");
+	CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+	return failures ? 1 : ret;
+}
+
+// "rdma resource show cq" lists @cq, this process's only CQ on @dev, with
+// its size and @users QP references.
+void expect_res_cq(const char *dev, const ibv_cq *cq, int users,
+		   const char *what)
+{
+	std::vector<std::string> objs = res_objects(dev, "cq");
+	CHECK(objs.size() == 1, "%s: %zu CQs of this process listed, expected "
+	      "1", what, objs.size());
+	if (objs.size() != 1)
+		return;
+	CHECK(res_field(objs[0], "cqe") == cq->cqe &&
+		      res_field(objs[0], "users") == users,
+	      "%s: listed as %s, expected cqe %d users %d", what,
+	      objs[0].c_str(), cq->cqe, users);
 }
 
 // CQ creation, limits, resize, arming and completion channels.
@@ -353,16 +467,32 @@ int cmd_cq(const char *dev)
 	CHECK(!bad && errno == EINVAL, "comp_vector out of range: errno %d",
 	      errno);
 
+	// "rdma resource show cq" shows what the CQ is: its size, and the
+	// QPs that use it (a QP's send and receive CQ count once each).
 	ibv_cq *cq = ibv_create_cq(ctx.get(), 16, nullptr, nullptr, 0);
 	CHECK(cq, "ibv_create_cq(16): %s", strerror(errno));
 	if (cq) {
+		expect_res_cq(dev, cq, 0, "a new CQ");
+		ibv_pd *pd = ibv_alloc_pd(ctx.get());
+		ibv_qp_init_attr ia{};
+		ia.send_cq = ia.recv_cq = cq;
+		ia.qp_type = IBV_QPT_UD;
+		ia.cap = { 1, 1, 1, 1, 0 };
+		ibv_qp *qp = pd ? ibv_create_qp(pd, &ia) : nullptr;
+		CHECK(qp, "UD QP: %s", strerror(errno));
 		for (int want : { 1000, 8, a.max_cqe, 1 }) {
 			int ret = ibv_resize_cq(cq, want);
 			CHECK(ret == 0 && cq->cqe >= want,
 			      "resize to %d: ret %d cqe %d", want, ret, cq->cqe);
 			ibv_wc wc;
 			CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "resized CQ not empty");
+			expect_res_cq(dev, cq, qp ? 2 : 0, "a resized CQ");
 		}
+		if (qp)
+			CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+		if (pd)
+			CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+		expect_res_cq(dev, cq, 0, "a CQ whose QP is gone");
 		CHECK(ibv_resize_cq(cq, a.max_cqe + 1) == EINVAL,
 		      "resize past max_cqe accepted");
 		CHECK(ibv_destroy_cq(cq) == 0, "ibv_destroy_cq");
@@ -584,6 +714,108 @@ ibv_qp_attr rts_attr()
 const int rts_mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 		     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
 
+// An attribute of a modify the device refuses: what it is, how a good
+// modify becomes it, the mask bits it adds, the errno it gets.
+struct BadAttr {
+	const char *what;
+	void (*spoil)(ibv_qp_attr &a, const ibv_device_attr &da);
+	int mask;
+	int err;
+};
+
+std::span<const BadAttr> bad_init_attrs()
+{
+	static const BadAttr bad[] = {
+		{ "port 2", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.port_num = 2; }, 0, EINVAL },
+		{ "pkey_index 1 (the table has 1 entry)",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.pkey_index = 1; }, 0, EINVAL },
+		{ "an access flag no QP has",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.qp_access_flags |= 1 << 12; }, 0, EINVAL },
+	};
+	return bad;
+}
+
+std::span<const BadAttr> bad_rtr_attrs(const ibv_device_attr &)
+{
+	static const BadAttr bad[] = {
+		{ "path_mtu 6", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.path_mtu = ibv_mtu(6); }, 0, EINVAL },
+		{ "path_mtu 0", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.path_mtu = ibv_mtu(0); }, 0, EINVAL },
+		{ "max_dest_rd_atomic past max_qp_rd_atom",
+		  [](ibv_qp_attr &a, const ibv_device_attr &da) {
+			  a.max_dest_rd_atomic = da.max_qp_rd_atom + 1; }, 0,
+		  EINVAL },
+		{ "min_rnr_timer 32", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.min_rnr_timer = 32; }, 0, EINVAL },
+		{ "dest_qp_num of 25 bits",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.dest_qp_num = 1 << 24; }, 0, EINVAL },
+		{ "dest_qp_num 0xffffff (multicast)",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.dest_qp_num = 0xffffff; }, 0, EINVAL },
+		{ "an empty GID entry (255)",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.ah_attr.grh.sgid_index = 255; }, 0, ENODATA },
+		{ "an AV without a GRH (RoCE needs one)",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.ah_attr.is_global = 0; }, 0, EINVAL },
+		{ "an AV through port 2",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.ah_attr.port_num = 2; }, 0, EINVAL },
+	};
+	return bad;
+}
+
+std::span<const BadAttr> bad_rts_attrs(const ibv_device_attr &)
+{
+	static const BadAttr bad[] = {
+		{ "timeout 32", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.timeout = 32; }, 0, EINVAL },
+		{ "retry_cnt 8", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.retry_cnt = 8; }, 0, EINVAL },
+		{ "rnr_retry 8", [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.rnr_retry = 8; }, 0, EINVAL },
+		{ "max_rd_atomic past max_qp_init_rd_atom",
+		  [](ibv_qp_attr &a, const ibv_device_attr &da) {
+			  a.max_rd_atomic = da.max_qp_init_rd_atom + 1; }, 0,
+		  EINVAL },
+		{ "an alternate path (no APM)",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.alt_ah_attr = a.ah_attr;
+			  a.alt_ah_attr.is_global = 1;
+			  a.alt_ah_attr.port_num = 1;
+			  a.alt_ah_attr.grh.sgid_index = 1;
+			  a.alt_ah_attr.grh.hop_limit = 64;
+			  a.alt_port_num = 1;
+			  a.alt_timeout = 14; },
+		  IBV_QP_ALT_PATH, EINVAL },
+	};
+	return bad;
+}
+
+// A modify with the good attributes @good (@mask) but for @b: refused with
+// @b's errno, and the QP still in @state.
+void refused_modify(ibv_qp *qp, const BadAttr &b, ibv_qp_attr good, int mask,
+		    ibv_qp_state state)
+{
+	ibv_device_attr da{};
+	CHECK(ibv_query_device(qp->context, &da) == 0, "query_device");
+	b.spoil(good, da);
+	int ret = modify(qp, good, mask | b.mask);
+	CHECK(ret == b.err, "%s: modify returned %d (%s), expected %s", b.what,
+	      ret, strerror(ret), strerror(b.err));
+	ibv_qp_attr q{};
+	ibv_qp_init_attr qi{};
+	CHECK(ibv_query_qp(qp, &q, IBV_QP_STATE, &qi) == 0 &&
+		      q.qp_state == state,
+	      "%s: the QP went from state %d to %d", b.what, state,
+	      q.qp_state);
+}
+
 // QP creation limits, the state machine, attributes, posting rules and
 // flushing in the error state.
 int cmd_qp(const char *dev)
@@ -672,33 +904,27 @@ int cmd_qp(const char *dev)
 	CHECK(ibv_post_send(qp, &swr, &bad_s) == EINVAL && bad_s == &swr,
 	      "post_send in RESET");
 
-	// Transitions the spec does not allow, and bad attributes.
+	// Transitions the spec does not allow, and bad attributes: each
+	// refused with its errno, the QP left in the state it was in.
 	CHECK(modify(qp, rts_attr(), rts_mask) == EINVAL, "RESET->RTS allowed");
-	ibv_qp_attr a = init_attr();
-	a.port_num = 2;
-	CHECK(modify(qp, a, init_mask) == EINVAL, "port 2 accepted");
 	CHECK(modify(qp, init_attr(), IBV_QP_STATE) == EINVAL,
 	      "RESET->INIT without its required attributes");
+	for (const BadAttr &b : bad_init_attrs())
+		refused_modify(qp, b, init_attr(), init_mask, IBV_QPS_RESET);
 	CHECK(modify(qp, init_attr(), init_mask) == 0, "RESET->INIT");
 	CHECK(ibv_post_send(qp, &swr, &bad_s) == EINVAL, "post_send in INIT");
 
 	CHECK(modify(qp, rtr_attr(qp->qp_num, 1, c), IBV_QP_STATE) == EINVAL,
 	      "INIT->RTR without its required attributes");
-	a = rtr_attr(qp->qp_num, 1, c);
-	a.path_mtu = ibv_mtu(6);
-	CHECK(modify(qp, a, rtr_mask) == EINVAL, "path_mtu 6 accepted");
-	a = rtr_attr(qp->qp_num, 1, c);
-	a.max_dest_rd_atomic = 255;
-	CHECK(modify(qp, a, rtr_mask) == EINVAL, "max_dest_rd_atomic 255");
+	for (const BadAttr &b : bad_rtr_attrs(da))
+		refused_modify(qp, b, rtr_attr(qp->qp_num, 1, c), rtr_mask,
+			       IBV_QPS_INIT);
 	CHECK(modify(qp, rtr_attr(qp->qp_num, 1, c), rtr_mask) == 0,
 	      "INIT->RTR: %s", strerror(errno));
-	a = rts_attr();
-	a.timeout = 32;
-	CHECK(modify(qp, a, rts_mask) == EINVAL, "timeout 32 accepted");
-	a = rts_attr();
-	a.retry_cnt = 8;
-	CHECK(modify(qp, a, rts_mask) == EINVAL, "retry_cnt 8 accepted");
+	for (const BadAttr &b : bad_rts_attrs(da))
+		refused_modify(qp, b, rts_attr(), rts_mask, IBV_QPS_RTR);
 	CHECK(modify(qp, rts_attr(), rts_mask) == 0, "RTR->RTS");
+	ibv_qp_attr a;
 
 	ibv_qp_attr q{};
 	ibv_qp_init_attr qi{};
@@ -706,8 +932,8 @@ int cmd_qp(const char *dev)
 	      "ibv_query_qp");
 	CHECK(q.qp_state == IBV_QPS_RTS && q.sq_psn == 0x654321 &&
 		      q.rq_psn == 0x123456 && q.dest_qp_num == qp->qp_num &&
-		      q.path_mtu == IBV_MTU_1024 && q.timeout == 14 &&
-		      q.retry_cnt == 7 && q.max_rd_atomic == 4 &&
+		      q.path_mtu == IBV_MTU_1024 &&
+		      q.timeout == scaled_qp_timeout() && q.retry_cnt == 7 && q.max_rd_atomic == 4 &&
 		      q.max_dest_rd_atomic == 4 && q.min_rnr_timer == 12 &&
 		      q.ah_attr.is_global && q.ah_attr.grh.sgid_index == 1 &&
 		      q.ah_attr.grh.hop_limit == 64,
@@ -877,30 +1103,15 @@ bool set_param(const char *name, long long mb)
 }
 
 // The sum of "kmem" of this process's CQs on @dev, as
-// "rdma -j -dd resource show cq" shows them (driver attributes are
-// "drv_"-prefixed there); -1 if it shows none.
+// "rdma resource show cq" shows them; -1 if it shows none.
 long long res_cq_kmem(const char *dev)
 {
-	std::string cmd = std::string("rdma -j -dd resource show cq dev ") +
-			  dev;
-	std::string mine = "\"pid\":" + std::to_string(getpid()) + ",";
-	std::string out;
-	char buf[4096];
-	size_t n;
 	long long sum = -1;
-	FILE *f = popen(cmd.c_str(), "r");
 
-	while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
-		out.append(buf, n);
-	if (f)
-		pclose(f);
-	// One flat object per CQ, between braces.
-	for (size_t at = out.find('{'); at != std::string::npos;
-	     at = out.find('{', at + 1)) {
-		std::string obj = out.substr(at, out.find('}', at) - at);
-		size_t k = obj.find("\"drv_kmem\":");
-		if (obj.find(mine) != std::string::npos && k != std::string::npos)
-			sum = (sum < 0 ? 0 : sum) + atoll(obj.c_str() + k + 11);
+	for (const std::string &obj : res_objects(dev, "cq")) {
+		long long v = res_field(obj, "drv_kmem");
+		if (v >= 0)
+			sum = (sum < 0 ? 0 : sum) + v;
 	}
 	return sum;
 }

@@ -9,8 +9,10 @@
 // addresses at and past the edges of what they name, post receives, poll,
 // query. Each acts on small pools of the objects earlier ones made; every
 // QP is connected to itself or to another pooled QP, so all traffic loops
-// back through sroce. Now and then a forked child does the same on a
-// context of its own and exits with work in flight.
+// back through sroce. Among them, bursts of valid WRITE, READ, SEND and
+// atomic WRs between RC or UC QPs connected to each other, so that data
+// moves. Now and then a forked child does the same on a context of its
+// own and exits with work in flight.
 //
 // What must hold, checked after every operation:
 //  - a verb succeeds, or fails with a real errno (1..EHWPOISON: never 0,
@@ -49,7 +51,8 @@
 // records of the objects it pools); vfuzz_check.cpp the checks and the
 // WRs that may still complete; vfuzz_args.cpp the buffers and every
 // argument an operation draws (keys, addresses, lengths, flags);
-// vfuzz_ops_mem.cpp and vfuzz_ops_queue.cpp the operations.
+// vfuzz_ops_mem.cpp and vfuzz_ops_queue.cpp the operations, and
+// vfuzz_ops_data.cpp the valid traffic.
 //
 //   sroce-vfuzz DEV SEED NOPS [--print]
 #include "vfuzz.h"
@@ -104,6 +107,7 @@ const Op kOps[] = {
 	{ "post_send", 140, op_post_send },
 	{ "post_send_ex", 50, op_post_send_ex },
 	{ "post_recv", 70, op_post_recv },
+	{ "exchange", 100, op_exchange },
 	{ "query_device", 10, op_query_device },
 	{ "fork_child", 2, op_fork_child },
 };
@@ -117,7 +121,7 @@ const OpFn kWarmup[] = {
 	op_create_srq, op_create_srq, op_create_ah, op_create_qp,
 	op_create_qp, op_create_qp, op_create_qp, op_connect_qp,
 	op_connect_qp, op_connect_qp, op_connect_qp, op_post_recv,
-	op_post_recv, op_post_srq_recv,
+	op_post_recv, op_post_srq_recv, op_exchange, op_exchange,
 };
 
 // Operation @n: a warm-up one, else one by weight (never a child's child).
@@ -371,6 +375,7 @@ void Fuzz::check_leaks()
 void Fuzz::summary() const
 {
 	std::string st, er, ops;
+	auto ok_wc = by_status.find(IBV_WC_SUCCESS);
 
 	for (const auto &[s, n] : by_status)
 		st += strf("%s%s %llu", st.empty() ? "" : ", ", status_name(s),
@@ -381,9 +386,11 @@ void Fuzz::summary() const
 	for (const auto &[o, n] : by_op)
 		ops += strf("%s%s %llu", ops.empty() ? "" : ", ", o.c_str(),
 			    ull(n));
-	printf("%llu ops, %llu ok, %llu errno, %llu skipped, %llu completions "
-	       "(by status: %s), %zu children\n", ull(n_ops), ull(n_ok),
-	       ull(n_err), ull(n_skip), ull(n_wc), st.c_str(), children.size());
+	printf("%llu ops, %llu ok, %llu errno, %llu skipped, %llu completions, "
+	       "%llu successful (by status: %s), %zu children\n", ull(n_ops),
+	       ull(n_ok), ull(n_err), ull(n_skip), ull(n_wc),
+	       ull(ok_wc != by_status.end() ? ok_wc->second : 0), st.c_str(),
+	       children.size());
 	printf("errnos: %s\n", er.empty() ? "none" : er.c_str());
 	printf("ops: %s\n", ops.c_str());
 }

@@ -5,7 +5,7 @@
 // data, the server serves memory and receives; they meet over TCP.
 //
 //   sroce-wire DEV GID_INDEX [-p PORT] [-n ITERS] [-s SIZE] [-d DEPTH]
-//              [-V | -M NETDEV] [PEER]
+//              [-u | -V | -M NETDEV] [PEER]
 //
 // Without PEER it is the server. The client, with up to DEPTH requests in
 // flight each time:
@@ -20,6 +20,15 @@
 //           the word, read back, ITERS;
 //   cswap:  ITERS compare-and-swaps, one at a time, each from i to i+1.
 // Both print "N failures" and exit non-zero on any.
+//
+// With -u both use UC, where nothing is sent again and a lost packet loses
+// the rest of its message: the client writes ITERS patterns into the
+// server's slots, and each slot must hold a prefix of whole packets of its
+// pattern and zeros after it; then it sends ITERS patterned messages, and
+// each receive that completes must hold one whole message, later than the
+// one before. After each phase a marker WRITE, repeated until the server
+// sees it, proves that nothing more is coming. The server prints how many
+// arrived whole, and fails if none did.
 //
 // With -V the server is a victim for crafted packets instead: it connects
 // its QP to what the peer tells it, syncs, waits for the peer's second
@@ -43,6 +52,7 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -63,6 +73,7 @@ struct Opts {
 	uint32_t size = 16384;
 	uint32_t depth = 16;
 	bool victim = false;
+	bool uc = false;	// -u
 	const char *grow_netdev = nullptr;	// -M
 	uint32_t max_inline = 0;
 };
@@ -180,8 +191,11 @@ bool qp_connect(Conn &c, const Opts &o)
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	a.qp_access_flags = o.uc ? IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE :
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
 	if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				     IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
 		return false;
@@ -197,10 +211,11 @@ bool qp_connect(Conn &c, const Opts &o)
 	a.ah_attr.grh.hop_limit = 64;
 	a.ah_attr.grh.sgid_index = uint8_t(o.gidx);
 	memcpy(a.ah_attr.grh.dgid.raw, c.peer.gid, 16);
+	int rc_only = o.uc ? 0 : IBV_QP_MAX_DEST_RD_ATOMIC |
+					  IBV_QP_MIN_RNR_TIMER;
 	if (ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_AV |
 				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER))
+				     IBV_QP_RQ_PSN | rc_only))
 		return false;
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
@@ -209,10 +224,10 @@ bool qp_connect(Conn &c, const Opts &o)
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = uint8_t(o.depth);
+	rc_only = o.uc ? 0 : IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	return !ibv_modify_qp(c.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					 IBV_QP_RNR_RETRY |
-					 IBV_QP_MAX_QP_RD_ATOMIC);
+					 rc_only);
 }
 
 bool setup(Conn &c, const Opts &o, size_t bytes)
@@ -240,7 +255,7 @@ bool setup(Conn &c, const Opts &o, size_t bytes)
 		    : nullptr;
 	ibv_qp_init_attr ia{};
 	ia.send_cq = ia.recv_cq = c.cq;
-	ia.qp_type = IBV_QPT_RC;
+	ia.qp_type = o.uc ? IBV_QPT_UC : IBV_QPT_RC;
 	ia.cap.max_send_wr = o.depth;
 	ia.cap.max_recv_wr = o.iters + 1;
 	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
@@ -353,6 +368,178 @@ bool pipeline(Conn &c, const Opts &o, ibv_wc_opcode op, F one)
 	return true;
 }
 
+// A receive into each of the ITERS slots, in order (wr_id = slot).
+void post_slot_recvs(Conn &c, const Opts &o)
+{
+	for (uint32_t i = 0; i < o.iters; i++) {
+		ibv_sge sge = { uint64_t(uintptr_t(&c.buf[size_t(i) * o.size])),
+				o.size, c.mr->lkey };
+		ibv_recv_wr wr{}, *bad;
+		wr.wr_id = i;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		int err = ibv_post_recv(c.qp, &wr, &bad);
+		CHECK(!err, "ibv_post_recv: %s", strerror(err));
+	}
+}
+
+// UC has no acknowledgement, and may lose any packet: after each phase the
+// client WRITEs @phase to the server's word (beyond the slots) again and
+// again until the server says, over TCP, that it is there. One QP's
+// packets are taken in order: the word proves everything sent before it
+// was taken (or lost), and no more is coming.
+bool uc_mark(Conn &c, const Layout &l, uint64_t phase)
+{
+	memcpy(&c.buf[l.word], &phase, 8);
+	for (long i = 0; i < 60000 * time_scale(); i++) {
+		ibv_wc wc;
+		if (!post(c, IBV_WR_RDMA_WRITE, i, l.word, 8,
+			  c.peer.addr + l.word) ||
+		    !poll_one(c, wc))
+			return false;
+		pollfd pfd = { c.fd, POLLIN, 0 };
+		if (poll(&pfd, 1, 1) == 1) {
+			char b;
+			return full_io(c.fd, &b, 1, false);
+		}
+	}
+	CHECK(false, "the server never saw marker %llu",
+	      (unsigned long long)phase);
+	return false;
+}
+
+// The server's side of uc_mark(): waits for @phase in its word, then says
+// so.
+bool uc_wait_mark(Conn &c, const Layout &l, uint64_t phase)
+{
+	const auto *word = reinterpret_cast<const uint64_t *>(&c.buf[l.word]);
+
+	for (long i = 0; i < 60000 * time_scale(); i++) {
+		if (__atomic_load_n(word, __ATOMIC_ACQUIRE) == phase) {
+			char b = 'm';
+			return full_io(c.fd, &b, 1, true);
+		}
+		usleep(1000);
+	}
+	CHECK(false, "marker %llu never came", (unsigned long long)phase);
+	return false;
+}
+
+// -u, the client: WRITE pattern i into slot i, then SEND pattern
+// 2 * ITERS + i, each completed once sent.
+int uc_client(Conn &c, const Opts &o)
+{
+	Layout l(o);
+
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], i, o.size);
+	pipeline(c, o, IBV_WC_RDMA_WRITE, [&](uint32_t i) {
+		size_t off = size_t(i) * o.size;
+		return post(c, IBV_WR_RDMA_WRITE, i, off, o.size,
+			    c.peer.addr + off);
+	});
+	if (!uc_mark(c, l, 1) ||	// the server checks the slots
+	    !sync_peer(c))		// and posted its receives
+		return 1;
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
+	pipeline(c, o, IBV_WC_SEND, [&](uint32_t i) {
+		return post(c, IBV_WR_SEND, i, size_t(i) * o.size, o.size, 0);
+	});
+	if (!uc_mark(c, l, 2) ||	// the server checks the messages
+	    !sync_peer(c))
+		return 1;
+	printf("uc client: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+// Slot @i after a UC WRITE of pattern @i in packets of @mtu bytes: whole
+// packets of the pattern, then zeros (the message's other packets were
+// lost). Returns the packets of the pattern; a failure if any packet is
+// neither, or a zero packet comes before a pattern one.
+size_t uc_slot_prefix(const uint8_t *slot, uint32_t i, size_t size,
+		      size_t mtu)
+{
+	size_t whole = 0;
+	bool lost = false;
+
+	for (size_t off = 0; off < size; off += mtu) {
+		size_t len = std::min(mtu, size - off), pat = 0, zero = 0;
+		for (size_t k = off; k < off + len; k++) {
+			pat += slot[k] == pattern(i, k);
+			zero += slot[k] == 0;
+		}
+		bool is_pat = pat == len, is_zero = zero == len && !is_pat;
+		CHECK(is_pat || is_zero, "UC WRITE %u: packet at %zu is "
+		      "neither its pattern nor zeros", i, off);
+		CHECK(!(is_pat && lost), "UC WRITE %u: packet at %zu landed "
+		      "after one of the message was lost", i, off);
+		lost = lost || is_zero;
+		whole += is_pat && !lost;
+	}
+	return whole;
+}
+
+// -u, the server: every slot a prefix of whole packets; every receive
+// one whole message, each later than the one before.
+int uc_server(Conn &c, const Opts &o)
+{
+	const size_t mtu = size_t(128) << c.port_mtu;
+	const size_t per_msg = (o.size + mtu - 1) / mtu;
+	size_t whole_msgs = 0, pkts = 0;
+	Layout l(o);
+
+	if (!uc_wait_mark(c, l, 1))	// the client's writes were taken
+		return 1;
+	for (uint32_t i = 0; i < o.iters; i++) {
+		size_t n = uc_slot_prefix(&c.buf[size_t(i) * o.size], i,
+					  o.size, mtu);
+		pkts += n;
+		whole_msgs += n == per_msg;
+	}
+	printf("uc server: %zu of %u WRITEs whole, %zu of %zu packets\n",
+	       whole_msgs, o.iters, pkts, per_msg * o.iters);
+	CHECK(whole_msgs > 0, "not one UC WRITE arrived whole");
+
+	memset(c.buf.data(), 0, size_t(o.iters) * o.size);
+	post_slot_recvs(c, o);
+	if (!sync_peer(c) || !uc_wait_mark(c, l, 2)) // the sends were taken
+		return 1;
+	ibv_wc wc;
+	int64_t last = -1;
+	uint32_t got = 0;
+	while (ibv_poll_cq(c.cq, 1, &wc) == 1) {
+		got++;
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == o.size &&
+			      wc.wr_id < o.iters,
+		      "UC receive %u: wr_id %" PRIu64 " %s, %u bytes", got,
+		      wc.wr_id, ibv_wc_status_str(wc.status), wc.byte_len);
+		if (wc.status != IBV_WC_SUCCESS || wc.wr_id >= o.iters)
+			continue;
+		// Which message it is, if it is one whole.
+		const uint8_t *p = &c.buf[size_t(wc.wr_id) * o.size];
+		int64_t msg = -1;
+		for (uint32_t j = uint32_t(last + 1); j < o.iters && msg < 0;
+		     j++) {
+			size_t k = 0;
+			while (k < o.size && p[k] == pattern(2 * o.iters + j, k))
+				k++;
+			if (k == o.size)
+				msg = j;
+		}
+		CHECK(msg > last, "UC receive %u (wr_id %" PRIu64 ") is not "
+		      "a whole message after message %" PRId64, got, wc.wr_id,
+		      last);
+		if (msg > last)
+			last = msg;
+	}
+	printf("uc server: %u of %u SENDs received whole\n", got, o.iters);
+	CHECK(got > 0, "not one UC SEND arrived");
+	sync_peer(c);
+	printf("uc server: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
 int client(const Opts &o)
 {
 	Conn c;
@@ -360,6 +547,8 @@ int client(const Opts &o)
 
 	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
 		return 1;
+	if (o.uc)
+		return uc_client(c, o);
 
 	// write: slot i of the server gets pattern i
 	for (uint32_t i = 0; i < o.iters; i++)
@@ -539,6 +728,8 @@ int server(const Opts &o)
 		return grow_victim(o);
 	if (!setup(c, o, l.total) || !qp_connect(c, o) || !sync_peer(c))
 		return 1;
+	if (o.uc)
+		return uc_server(c, o);
 
 	sync_peer(c);	// the client's writes are complete
 	for (uint32_t i = 0; i < o.iters; i++) {
@@ -551,16 +742,7 @@ int server(const Opts &o)
 	sync_peer(c);	// the client read the slots
 	// receives for the client's sends
 	memset(c.buf.data(), 0, l.slots);
-	for (uint32_t i = 0; i < o.iters; i++) {
-		ibv_sge sge = { uint64_t(uintptr_t(&c.buf[size_t(i) * o.size])),
-				o.size, c.mr->lkey };
-		ibv_recv_wr wr{}, *bad;
-		wr.wr_id = i;
-		wr.sg_list = &sge;
-		wr.num_sge = 1;
-		int err = ibv_post_recv(c.qp, &wr, &bad);
-		CHECK(!err, "ibv_post_recv: %s", strerror(err));
-	}
+	post_slot_recvs(c, o);
 	sync_peer(c);
 	for (uint32_t i = 0; i < o.iters; i++) {
 		ibv_wc wc;
@@ -587,8 +769,9 @@ int main(int argc, char **argv)
 	Opts o;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "p:n:s:d:VM:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:n:s:d:uVM:")) != -1) {
 		switch (opt) {
+		case 'u': o.uc = true; break;
 		case 'V': o.victim = true; break;
 		case 'M': o.grow_netdev = optarg; o.max_inline = 512; break;
 		case 'p': o.port = atoi(optarg); break;
@@ -601,7 +784,8 @@ int main(int argc, char **argv)
 	if (argc - optind < 2 || argc - optind > 3 || !o.iters || !o.size ||
 	    !o.depth || o.depth > 255) {
 		fprintf(stderr, "usage: sroce-wire DEV GID_INDEX [-p PORT] "
-				"[-n ITERS] [-s SIZE] [-d DEPTH] [-V | -M NETDEV] "
+				"[-n ITERS] [-s SIZE] [-d DEPTH] "
+				"[-u | -V | -M NETDEV] "
 				"[PEER]\n");
 		return 2;
 	}

@@ -16,6 +16,8 @@
 //   xfer_mw.cpp      memory windows, type 1 and type 2
 //   xfer_harden.cpp  what a code review of the kernel found
 //   xfer_sec.cpp     what a security review found: refusals that land nothing
+//   xfer_verbs.cpp   SRQ limits, bad invalidations, a full CQ, AH refusals,
+//                    object limits
 // QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024).
 #include "xfer.h"
 
@@ -35,5 +37,6 @@ int main(int argc, char **argv)
 		p.mtu = ibv_mtu(__builtin_ctz(atoi(argv[4]) / 128));
 	return run_test(argv[1], argv[2], p,
 			{ ops_tests, errors_tests, rereg_tests, keys_tests,
-			  odp_tests, mw_tests, harden_tests, sec_tests });
+			  odp_tests, mw_tests, harden_tests, sec_tests,
+			  verbs_tests });
 }

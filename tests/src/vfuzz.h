@@ -221,6 +221,7 @@ struct Mw {
 	int mr = -1;		// the MR its last bind named, while there
 	uint64_t addr = 0, len = 0;
 	bool zero_based = false;
+	unsigned access = 0;
 	bool live() const { return mw; }
 };
 
@@ -245,6 +246,8 @@ struct Qp {
 	ibv_qp_cap cap{};
 	uint64_t send_ops = 0;
 	ibv_qp_state state = IBV_QPS_RESET;	// the last we moved it to
+	uint32_t peer = 0;	// the serial of the QP op_exchange connected
+				// it to, until it moves (or changes) again
 	std::deque<uint64_t> sq, rq;	// WRs posted, not completed
 	bool live() const { return qp; }
 };
@@ -288,6 +291,14 @@ struct Bind {
 	int mr = -1;
 	uint64_t addr = 0, len = 0;
 	unsigned access = 0;
+};
+
+// What the two ends of a connection agree on: the PSN each sends from
+// and expects, the MTU, how many READs and atomics may be in flight.
+struct Link {
+	uint32_t sq_psn, rq_psn;
+	ibv_mtu mtu;
+	uint8_t rd_atomic;
 };
 
 // The outcome of an operation.
@@ -438,9 +449,25 @@ struct Fuzz {
 
 inline Fuzz *g_fuzz;	// for the SIGALRM handler
 
+// How many of the @n WRs at @first a post that returned @ret queued: all
+// before @bad (all of them if it is NULL: only the doorbell failed).
+template <typename W>
+int posted(Fuzz &f, int ret, const W *bad, const W *first, int n,
+	   const char *call)
+{
+	if (!ret || !bad)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (bad == &first[i])
+			return i;
+	f.fail("%s returned %d with bad_wr pointing at none of its WRs", call,
+	       ret);
+}
+
 // ---- Arguments (vfuzz_args.cpp) --------------------------------------------
 
 uint64_t pick_len(Rng &r, uint64_t span);
+bool within(uint64_t a, uint64_t len, uint64_t base, uint64_t n);
 int mr_access(Rng &r);
 unsigned mw_access(Rng &r);
 unsigned qp_access(Rng &r);
@@ -487,6 +514,10 @@ Res op_query_qp(Fuzz &f, Rng &r);
 Res op_post_send(Fuzz &f, Rng &r);
 Res op_post_send_ex(Fuzz &f, Rng &r);
 Res op_post_recv(Fuzz &f, Rng &r);
+int connect_qp(Fuzz &f, Rng &r, int s, uint32_t peer, const Link *l);
+
+// Valid traffic between QPs connected to each other (vfuzz_ops_data.cpp)
+Res op_exchange(Fuzz &f, Rng &r);
 
 // A forked child (sroce_vfuzz.cpp)
 Res op_fork_child(Fuzz &f, Rng &r);

@@ -279,7 +279,7 @@ uint64_t Fuzz::data_addr(Rng &r, uint64_t len, bool align8) const
 }
 
 // Are the @len bytes at @a all in the @n bytes at @base?
-static bool within(uint64_t a, uint64_t len, uint64_t base, uint64_t n)
+bool within(uint64_t a, uint64_t len, uint64_t base, uint64_t n)
 {
 	return a >= base && len <= n && a - base <= n - len;
 }
@@ -455,6 +455,7 @@ void Fuzz::rebind(int w, const Bind &b, uint32_t key)
 	x.addr = b.addr;
 	x.len = b.len;
 	x.zero_based = b.access & IBV_ACCESS_ZERO_BASED;
+	x.access = b.access;
 }
 
 // An address vector: mostly to port 1's GID 1 from GID index 1, as

@@ -521,11 +521,14 @@ void Fuzz::qp_reset(int s)
 	q.rq.clear();
 }
 
+// QP @s was moved to @state (and is no longer one of a pair, if it was:
+// see op_exchange).
 void Fuzz::qp_moved(int s, ibv_qp_state state)
 {
 	if (state == IBV_QPS_RESET)
 		qp_reset(s);
 	qps.at[s].state = state;
+	qps.at[s].peer = 0;
 }
 
 // QP @s was destroyed. Completions it made before may still be in its

@@ -272,21 +272,6 @@ static void build_recvs(Fuzz &f, Rng &r, RecvBatch &b, uint32_t max_sge)
 	}
 }
 
-// How many of the @n WRs at @first a post that returned @ret queued: all
-// before @bad (all of them if it is NULL: only the doorbell failed).
-template <typename W>
-static int posted(Fuzz &f, int ret, const W *bad, const W *first, int n,
-	   const char *call)
-{
-	if (!ret || !bad)
-		return n;
-	for (int i = 0; i < n; i++)
-		if (bad == &first[i])
-			return i;
-	f.fail("%s returned %d with bad_wr pointing at none of its WRs", call,
-	       ret);
-}
-
 Res op_post_srq_recv(Fuzz &f, Rng &r)
 {
 	int s = f.srqs.pick(r);
@@ -579,24 +564,39 @@ static void fill_qp_attr(const Fuzz &f, Rng &r, ibv_qp_state cur,
 	a.rate_limit = mostly(90) ? 0 : uint32_t(r.next());
 }
 
-// RESET, INIT, RTR, RTS with right attributes, connected to itself or
-// another QP: what gets traffic going.
-Res op_connect_qp(Fuzz &f, Rng &r)
+// @l's attributes in @a for a QP of @t, and every remote access the type
+// has; retries enough that an answer late on a slow (debug) kernel does
+// not fail the WRs of a pair.
+static void link_attr(const Link &l, ibv_qp_type t, ibv_qp_attr &a)
+{
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	if (t != IBV_QPT_UC)
+		a.qp_access_flags |= IBV_ACCESS_REMOTE_READ |
+				     IBV_ACCESS_REMOTE_ATOMIC;
+	a.path_mtu = l.mtu;
+	a.sq_psn = l.sq_psn;
+	a.rq_psn = l.rq_psn;
+	a.max_rd_atomic = l.rd_atomic;
+	a.max_dest_rd_atomic = l.rd_atomic;
+	a.timeout = 14;	// 67 ms
+	a.retry_cnt = 7;
+}
+
+// QP @s through RESET, INIT, RTR and RTS to @peer with right attributes;
+// with those of @l, unless it is NULL. Return: 0 or the first error.
+int connect_qp(Fuzz &f, Rng &r, int s, uint32_t peer, const Link *l)
 {
 	static const ibv_qp_state path[] = { IBV_QPS_RESET, IBV_QPS_INIT,
 					     IBV_QPS_RTR, IBV_QPS_RTS };
-	int s = f.qps.pick(r);
-
-	if (s < 0)
-		return skip();
 	Qp &q = f.qps.at[s];
-	uint32_t peer = f.peer_qpn(r, s);
-	f.arg("qp%d (%s) to %#x:", s, qp_type_name(q.type), peer);
 	ibv_qp_state cur = IBV_QPS_RESET;
 	int ret = 0;
+
 	for (ibv_qp_state next : path) {
 		ibv_qp_attr a;
 		fill_qp_attr(f, r, cur, next, peer, true, a);
+		if (l)
+			link_attr(*l, q.type, a);
 		int mask = next == IBV_QPS_RESET ?
 				   IBV_QP_STATE :
 				   required_mask(q.type, cur, next);
@@ -608,7 +608,20 @@ Res op_connect_qp(Fuzz &f, Rng &r)
 		f.qp_moved(s, next);
 		cur = next;
 	}
-	return f.ret(ret, "ibv_modify_qp");
+	return ret;
+}
+
+// RESET, INIT, RTR, RTS with right attributes, connected to itself or
+// another QP: what gets traffic going.
+Res op_connect_qp(Fuzz &f, Rng &r)
+{
+	int s = f.qps.pick(r);
+
+	if (s < 0)
+		return skip();
+	uint32_t peer = f.peer_qpn(r, s);
+	f.arg("qp%d (%s) to %#x:", s, qp_type_name(f.qps.at[s].type), peer);
+	return f.ret(connect_qp(f, r, s, peer, nullptr), "ibv_modify_qp");
 }
 
 // The state to try next from @cur: mostly the one after it, else RESET,
@@ -650,6 +663,8 @@ Res op_modify_qp(Fuzz &f, Rng &r)
 	Res res = f.ret(ret, "ibv_modify_qp");
 	if (!ret && (mask & IBV_QP_STATE))
 		f.qp_moved(s, next);
+	if (!ret)
+		q.peer = 0;	// it may no longer match its peer
 	return res;
 }
 

@@ -123,21 +123,26 @@ inline bool setup_side(Pair &p, Side &s)
 	return s.pd && s.cq && s.mr && s.qp;
 }
 
-inline bool connect(Pair &p, Side &s, const Side &peer)
+// Take @qp from RESET to RTS, towards QP @dest of this device (GID 1)
+// whose packets start at PSN @rq_psn; its own start at its number * 7. With
+// @rc, RC's attributes too (XRC takes them as well: ib_uverbs drops those
+// a half has not); @timeout, @retry_cnt and @rnr_retry are RC's. Returns
+// an errno.
+inline int qp_to_rts(Pair &p, ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
+		     bool rc, int timeout, int retry_cnt, int rnr_retry)
 {
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = p.remote_access;
-	int ret = ibv_modify_qp(s.qp, &a,
+	int ret = ibv_modify_qp(qp, &a,
 				IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 					IBV_QP_ACCESS_FLAGS);
 	a = {};
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = p.mtu;
-	a.dest_qp_num = &s == &p.a && p.lost_peer ? p.lost_peer :
-						    peer.qp->qp_num;
-	a.rq_psn = peer.qp->qp_num * 7 & 0xffffff;
+	a.dest_qp_num = dest;
+	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 8;
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
@@ -147,21 +152,30 @@ inline bool connect(Pair &p, Side &s, const Side &peer)
 	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
 	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-	if (p.type == IBV_QPT_RC)
+	if (rc)
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	ret = ret ?: ibv_modify_qp(qp, &a, mask);
 	a = {};
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = s.qp->qp_num * 7 & 0xffffff;
-	a.timeout = p.timeout;
-	a.retry_cnt = p.retry_cnt;
-	a.rnr_retry = p.rnr_retry;
+	a.sq_psn = qp->qp_num * 7 & 0xffffff;
+	a.timeout = uint8_t(timeout);
+	a.retry_cnt = uint8_t(retry_cnt);
+	a.rnr_retry = uint8_t(rnr_retry);
 	a.max_rd_atomic = 8;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (p.type == IBV_QPT_RC)
+	if (rc)
 		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC;
-	ret = ret ?: ibv_modify_qp(s.qp, &a, mask);
+	return ret ?: ibv_modify_qp(qp, &a, mask);
+}
+
+inline bool connect(Pair &p, Side &s, const Side &peer)
+{
+	uint32_t dest = &s == &p.a && p.lost_peer ? p.lost_peer :
+						    peer.qp->qp_num;
+	int ret = qp_to_rts(p, s.qp, dest, peer.qp->qp_num * 7 & 0xffffff,
+			    p.type == IBV_QPT_RC, p.timeout, p.retry_cnt,
+			    p.rnr_retry);
 	CHECK(ret == 0, "connecting QP 0x%x: %s", s.qp->qp_num, strerror(ret));
 	return ret == 0;
 }
@@ -187,13 +201,14 @@ inline void teardown(Pair &p)
 }
 
 // A UD QP of side @s, in RTS, with Q_Key 0x1234; its completions go to
-// @cq (the side's CQ if none).
-inline ibv_qp *ud_qp(Side &s, ibv_cq *cq = nullptr)
+// @cq (the side's CQ if none); it takes its receives from @srq, if any.
+inline ibv_qp *ud_qp(Side &s, ibv_cq *cq = nullptr, ibv_srq *srq = nullptr)
 {
 	ibv_qp_init_attr ia{};
 	ia.send_cq = ia.recv_cq = cq ? cq : s.cq;
 	ia.qp_type = IBV_QPT_UD;
 	ia.cap = { 16, 16, 1, 1, 0 };
+	ia.srq = srq;
 	ibv_qp *qp = ibv_create_qp(s.pd, &ia);
 	if (!qp)
 		return nullptr;
@@ -518,7 +533,7 @@ struct Test {
 // The tests of one file (one feature), as sroce-xfer's main() finds them:
 // each xfer_NAME.cpp has a table NAME_tests.
 extern const std::span<const Test> ops_tests, errors_tests, rereg_tests,
-	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests;
+	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests, verbs_tests;
 
 // A checker's usage line @what, then the tests it has, on stderr.
 // Return: 2, its exit code.

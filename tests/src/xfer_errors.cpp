@@ -86,12 +86,18 @@ void t_err_rnr(Pair &p)
 	expect_untouched(p, u, "a SEND without a receive");
 }
 
-// A receive posted late is found by the RNR retry.
+// A receive posted late is found by the RNR retry: posted once the
+// SEND was refused for want of it (an RNR NAK sent), not after a sleep.
 void t_rnr_retry(Pair &p)
 {
 	fill(p.a, 0, 500, 4);
+	long long naks = port_counter(p, "rnr_nak_sent");
 	CHECK(post_send(p.a, IBV_WR_SEND, 0, 500, 66) == 0, "post");
-	usleep(20000);
+	for (long i = 0; i < 10000 * time_scale() &&
+	     port_counter(p, "rnr_nak_sent") <= naks; i++)
+		usleep(1000);
+	CHECK(naks >= 0 && port_counter(p, "rnr_nak_sent") > naks,
+	      "no RNR NAK before the receive was posted");
 	CHECK(post_recv(p.b, 0, 1000, 16) == 0, "post_recv");
 	expect_wc(p.b, 16, IBV_WC_SUCCESS, IBV_WC_RECV, 500);
 	expect_wc(p.a, 66, IBV_WC_SUCCESS, IBV_WC_SEND);

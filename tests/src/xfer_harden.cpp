@@ -167,6 +167,17 @@ ibv_qp_state qp_state(ibv_qp *qp)
 	return a.qp_state;
 }
 
+// The PSN @qp's responder expects next (ibv_query_qp: live, not the one
+// it was connected with).
+uint32_t rq_psn(ibv_qp *qp)
+{
+	ibv_qp_attr a{};
+	ibv_qp_init_attr ia{};
+
+	ibv_query_qp(qp, &a, IBV_QP_RQ_PSN, &ia);
+	return a.rq_psn;
+}
+
 // A SEND that stops half way (its source page is gone: the requester fails
 // with a local protection error) leaves the receiver holding the SRQ WQE it
 // took for the first packets. When the receiver's QP goes to error, that
@@ -219,7 +230,17 @@ void t_srq_flush_taken(Pair &p)
 		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 9), *bad;
 		CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0, "post send");
 		expect_wc(p.a, 9, IBV_WC_LOC_PROT_ERR);
-		usleep(100000);
+		// The first page's packets reached the receiver, which took
+		// the WQE for them: its expected PSN moved past them (waited
+		// for, not slept on, before its state is looked at).
+		uint32_t psn = (p.a.qp->qp_num * 7 + page / (128 << p.mtu)) &
+			       0xffffff;
+		for (long i = 0; i < 10000 * time_scale() && rq_psn(b2.qp) != psn;
+		     i++)
+			usleep(1000);
+		CHECK(rq_psn(b2.qp) == psn, "receiver's expected PSN %#x, "
+		      "expected %#x: the first page's packets not taken",
+		      rq_psn(b2.qp), psn);
 		CHECK(qp_state(b2.qp) == IBV_QPS_RTS,
 		      "receiver QP state %d", qp_state(b2.qp));
 		ibv_qp_attr err{};

@@ -5,6 +5,7 @@
 #include "xfer.h"
 
 #include <string>
+#include <sys/wait.h>
 
 namespace xfer {
 namespace {
@@ -26,6 +27,33 @@ void send_from(Pair &p, uint8_t *from, uint32_t len, uint32_t lkey,
 	expect_wc(p.b, 5, IBV_WC_SUCCESS, IBV_WC_SEND);
 	expect_wc(p.a, 4, IBV_WC_SUCCESS, IBV_WC_RECV, len);
 	CHECK(!memcmp(&p.a.buf[a_off], from, len), "sent bytes differ");
+}
+
+// A request at the unmapped half of an ODP MR must change nothing: both
+// sides' buffers (arm_untouched()) and the half of the MR still mapped,
+// [@m, @m + @mapped), filled with a pattern of its own, are compared whole
+// afterwards (refused_odp()).
+struct OdpUntouched {
+	Untouched u;
+	std::vector<uint8_t> mapped;
+};
+
+OdpUntouched arm_odp_untouched(Pair &p, uint8_t *m, size_t mapped)
+{
+	for (size_t i = 0; i < mapped; i++)
+		m[i] = uint8_t(0xc1 + i * 11 + (i >> 10));
+	return { arm_untouched(p), std::vector<uint8_t>(m, m + mapped) };
+}
+
+void expect_odp_untouched(Pair &p, const OdpUntouched &u, const uint8_t *m,
+			  const char *what)
+{
+	expect_untouched(p, u.u, what);
+	size_t changed = 0;
+	for (size_t i = 0; i < u.mapped.size(); i++)
+		changed += m[i] != u.mapped[i];
+	CHECK(!changed, "%s: %zu bytes of the MR's mapped half changed", what,
+	      changed);
 }
 
 // An on-demand paging MR on b's side as the target and the source of RDMA:
@@ -97,11 +125,14 @@ void t_odp(Pair &p)
 	CHECK(v == 7, "after cmp_swap %llu, expected 7", (unsigned long long)v);
 
 	// Memory gone from the process: the peer gets a remote access error,
-	// and nothing else happens (the QPs are in error after this).
+	// and nothing else happens (the QPs are in error after this): not a
+	// byte lands in the half still mapped, or on either side.
 	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
+	OdpUntouched u = arm_odp_untouched(p, m, len / 2);
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 4096, 9,
 			uintptr_t(m + len / 2), odp->rkey) == 0, "post");
 	expect_wc(p.a, 9, IBV_WC_REM_ACCESS_ERR);
+	expect_odp_untouched(p, u, m, "a WRITE to unmapped ODP memory");
 	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
 	munmap(m, len / 2);
 }
@@ -333,23 +364,22 @@ void t_odp_more(Pair &p)
 		CHECK(ibv_dealloc_mw(mw2) == 0, "dealloc type 2");
 	}
 
-	// Unmapped ODP memory: READ and atomic refused, nothing lands.
+	// Unmapped ODP memory: READ and atomics refused; nothing lands on
+	// either side, or in the half still mapped.
 	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
-	memset(&p.a.buf[0], 0x77, 2 * pg);
+	OdpUntouched u = arm_odp_untouched(p, m, len / 2);
 	CHECK(post_send(p.a, IBV_WR_RDMA_READ, 0, 2 * pg, 15,
 			uintptr_t(m + len / 2), odp->rkey) == 0, "post");
 	expect_wc(p.a, 15, IBV_WC_REM_ACCESS_ERR);
-	CHECK(all_are(&p.a.buf[0], 2 * pg, 0x77),
-	      "a READ of unmapped ODP memory landed bytes");
+	expect_odp_untouched(p, u, m, "a READ of unmapped ODP memory");
 	restate(p);
 	for (ibv_wr_opcode op : { IBV_WR_ATOMIC_FETCH_AND_ADD,
 				  IBV_WR_ATOMIC_CMP_AND_SWP }) {
-		memset(&p.a.buf[0], 0x77, 64);
+		u = arm_odp_untouched(p, m, len / 2);
 		post_atomic(p.a, op, 16, uintptr_t(m + len / 2 + 64),
 			    odp->rkey, 0, 1);
 		expect_wc(p.a, 16, IBV_WC_REM_ACCESS_ERR);
-		CHECK(all_are(&p.a.buf[0], 64, 0x77),
-		      "an atomic on unmapped ODP memory landed bytes");
+		expect_odp_untouched(p, u, m, "an atomic on unmapped ODP memory");
 		restate(p);
 	}
 	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
@@ -392,8 +422,10 @@ void t_odp_atomic_write(Pair &p)
 	CHECK(all_are(m + pg, 16, 0), "the dropped page's old bytes came back");
 
 	CHECK(munmap(m + len / 2, len / 2) == 0, "munmap");
+	OdpUntouched u = arm_odp_untouched(p, m, len / 2);
 	atomic_write(m + len / 2 + 8, v, 32);
 	expect_wc(p.a, 32, IBV_WC_REM_ACCESS_ERR);
+	expect_odp_untouched(p, u, m, "an atomic write to unmapped ODP memory");
 	CHECK(ibv_dereg_mr(odp) == 0, "dereg ODP MR");
 	munmap(m, len / 2);
 }
@@ -622,12 +654,12 @@ void t_res_mr(Pair &p)
 }
 
 // @name of the MR of @mrlen bytes reaches @want, by a job on another CPU:
-// wait for it (at most 20 s), then check it.
+// wait for it (at most 20 s, times time_scale()), then check it.
 void wait_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
 	       const char *when)
 {
 	long long got = -1;
-	for (int i = 0; i < 200; i++) {
+	for (long i = 0; i < 200 * time_scale(); i++) {
 		if (res_mr_attr(p, mrlen, name, &got) && got == want)
 			return;
 		usleep(100000);
@@ -652,12 +684,34 @@ void t_odp_ahead(Pair &p)
 	const size_t pg = 4096, msg = 16 * pg, len = 56 * pg, span = 72 * pg;
 	const char *dev_counters[] = { "odp_page_faults",
 				       "odp_pages_prefetched" };
-	long long before[2];
-	for (int i = 0; i < 2; i++)
-		before[i] = port_counter(p, dev_counters[i]);
 	uint64_t id = 500;
 	uint8_t *m = nullptr;
 	uint32_t rkey = 0;
+	// A WRITE through another ODP MR on the same QP settles the last
+	// message's fault-ahead job: its first packet waits for a job that
+	// runs, or cancels one not started. A job queued where none may be
+	// gets a scaled 200 ms to start first; after the settling WRITE's
+	// completion whatever it did is there to see. (One that never started
+	// by then did nothing, and goes unseen: only a count of jobs queued
+	// would show it.) The settling MR's one page is faulted in here,
+	// before the counters are read.
+	uint8_t *other_mem = map_anon(2 * pg);
+	ibv_mr *other = other_mem ? ibv_reg_mr(p.b.pd, other_mem, 2 * pg,
+					       kOdpAccess) : nullptr;
+	CHECK(other, "reg the settling ODP MR: %s", strerror(errno));
+	if (!other)
+		return;
+	auto settle = [&] {
+		usleep(useconds_t(200000 * time_scale()));
+		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 499,
+				uintptr_t(other_mem), other->rkey) == 0,
+		      "post the settling WRITE");
+		expect_wc(p.a, 499, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	};
+	settle();
+	long long before[2];
+	for (int i = 0; i < 2; i++)
+		before[i] = port_counter(p, dev_counters[i]);
 	// Post WRITEs of @n bytes at each of @offs, then check each.
 	auto write = [&](std::initializer_list<size_t> offs, size_t n) {
 		uint64_t first = id;
@@ -713,7 +767,7 @@ void t_odp_ahead(Pair &p)
 		return;
 	write({ 0, msg, 2 * msg }, msg);
 	write({ 3 * msg }, 8 * pg);
-	usleep(200000);
+	settle();
 	long long faults = -1, prefetched = -1;
 	CHECK(res_mr_attr(p, len, "page_faults", &faults) &&
 	      res_mr_attr(p, len, "pages_prefetched", &prefetched) &&
@@ -728,7 +782,7 @@ void t_odp_ahead(Pair &p)
 		return;
 	write({ 0 }, msg);
 	write({ 2 * msg }, msg);
-	usleep(200000);
+	settle();
 	expect_attr(p, len, "pages_prefetched", 0, "a WRITE out of the stream");
 	CHECK(resident(m + 3 * msg, msg) == 0,
 	      "a WRITE out of the stream faulted the next range in");
@@ -738,7 +792,7 @@ void t_odp_ahead(Pair &p)
 		rkey = bind_type2(p, mw, odp, m, len, IBV_ACCESS_REMOTE_WRITE,
 				  id++);
 		write({ 0, msg }, msg);
-		usleep(200000);
+		settle();
 		expect_attr(p, len, "pages_prefetched", 0,
 			    "a stream through a window");
 		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
@@ -810,7 +864,7 @@ void t_odp_ahead(Pair &p)
 		write({ 0 }, msg);
 		write({ msg }, msg);
 		write({ 2 * msg }, msg);
-		usleep(200000);
+		settle();
 		expect_attr(p, SIZE_MAX, "pages_prefetched", 40,
 			    "implicit, a stream into shared memory");
 		expect_attr(p, SIZE_MAX, "page_faults", 32 + 48,
@@ -821,6 +875,228 @@ void t_odp_ahead(Pair &p)
 		munmap(shm, span);
 	}
 	CHECK(ibv_dereg_mr(imp) == 0, "dereg implicit");
+	CHECK(ibv_dereg_mr(other) == 0, "dereg the settling MR");
+	munmap(other_mem, 2 * pg);
+}
+
+// ODP under mprotect(2): the responder faults with the access the request
+// needs, so a read-only page takes READs and refuses WRITEs (and atomics),
+// a PROT_NONE page refuses both, each refusal a remote access error that
+// changes no byte of either side; once the protection is back, the same
+// requests land.
+void t_odp_mprotect(Pair &p)
+{
+	const size_t pg = 4096, len = 4 * pg;
+	uint8_t *m = map_anon(len);
+	ibv_mr *mr = m ? ibv_reg_mr(p.b.pd, m, len, kOdpAccess) : nullptr;
+	CHECK(mr, "reg ODP MR: %s", strerror(errno));
+	if (!mr) {
+		if (m)
+			munmap(m, len);
+		return;
+	}
+	uint64_t id = 700;
+	// An RDMA @op of page 1 of b's MR from or into the start of a's
+	// buffer: its status.
+	auto rdma = [&](ibv_wr_opcode op) {
+		ibv_wc wc{};
+		CHECK(post_send(p.a, op, 0, uint32_t(pg), id, uintptr_t(m + pg),
+				mr->rkey) == 0, "post");
+		if (!poll_one(p.a, wc))
+			return IBV_WC_GENERAL_ERR;
+		CHECK(wc.wr_id == id, "wr_id %llu, expected %llu",
+		      (unsigned long long)wc.wr_id, (unsigned long long)id);
+		id++;
+		return wc.status;
+	};
+	// b's MR but page 1 (which may not be readable), and a's buffer
+	// (guards included), as they are.
+	auto snapshot = [&] {
+		std::span<const uint8_t> w = p.a.buf.whole();
+		std::vector<uint8_t> v(len - pg + w.size());
+		memcpy(v.data(), m, pg);
+		memcpy(v.data() + pg, m + 2 * pg, len - 2 * pg);
+		memcpy(v.data() + len - pg, w.data(), w.size());
+		return v;
+	};
+	// @op of page 1 is refused, and no byte of either side changes.
+	auto refused = [&](ibv_wr_opcode op, const char *what) {
+		for (size_t i = 0; i < len; i++)
+			if (i / pg != 1)
+				m[i] = uint8_t(i * 5 + 1);
+		fill(p.a, 0, pg, uint8_t(id));
+		std::vector<uint8_t> before = snapshot();
+		expect_eq_status(rdma(op), IBV_WC_REM_ACCESS_ERR, what);
+		std::vector<uint8_t> after = snapshot();
+		size_t changed = 0;
+		for (size_t i = 0; i < before.size(); i++)
+			changed += before[i] != after[i];
+		CHECK(changed == 0, "%s: %zu bytes changed", what, changed);
+		restate(p);
+	};
+
+	// Read-only: a READ of it lands, a WRITE is refused.
+	for (size_t i = 0; i < pg; i++)
+		m[pg + i] = uint8_t(i * 3 + 7);
+	std::vector<uint8_t> ro(m + pg, m + 2 * pg);
+	CHECK(mprotect(m + pg, pg, PROT_READ) == 0, "mprotect: %s",
+	      strerror(errno));
+	memset(&p.a.buf[0], 0, pg);
+	expect_eq_status(rdma(IBV_WR_RDMA_READ), IBV_WC_SUCCESS,
+			 "READ of a read-only page");
+	CHECK(!memcmp(&p.a.buf[0], ro.data(), pg), "READ of a read-only page: "
+	      "bytes differ");
+	refused(IBV_WR_RDMA_WRITE, "WRITE to a read-only page");
+	CHECK(!memcmp(m + pg, ro.data(), pg), "the read-only page changed");
+
+	// No access at all: a READ is refused too; the page keeps its bytes.
+	CHECK(mprotect(m + pg, pg, PROT_NONE) == 0, "mprotect: %s",
+	      strerror(errno));
+	refused(IBV_WR_RDMA_READ, "READ of a PROT_NONE page");
+	refused(IBV_WR_RDMA_WRITE, "WRITE to a PROT_NONE page");
+	CHECK(mprotect(m + pg, pg, PROT_READ) == 0 &&
+		      !memcmp(m + pg, ro.data(), pg),
+	      "the PROT_NONE page changed");
+
+	// Writable again: the WRITE lands.
+	CHECK(mprotect(m + pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect: %s",
+	      strerror(errno));
+	fill(p.a, 0, pg, 77);
+	expect_eq_status(rdma(IBV_WR_RDMA_WRITE), IBV_WC_SUCCESS,
+			 "WRITE once the page is writable");
+	CHECK(!memcmp(m + pg, &p.a.buf[0], pg), "WRITE once writable: bytes "
+	      "differ");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg ODP MR");
+	munmap(m, len);
+}
+
+// What the child of t_odp_exit tells its parent.
+struct ExitTarget {
+	uint32_t qpn, rkey;
+	uint64_t addr;
+};
+
+// The child of t_odp_exit: its own context, an ODP MR and an RC QP
+// connected to a's; tells @fd where to write, waits until the first
+// WRITE (@msg bytes) is there, and exits with the WRITEs still coming.
+[[noreturn]] void exit_child(Pair &p, int fd, size_t len, size_t msg)
+{
+	const char *dev = ibv_get_device_name(p.ctx->device);
+	Pair c;
+	c.ctx = open_device(dev);
+	c.mtu = p.mtu;
+	uint8_t *m = map_anon(len);
+	ibv_pd *pd = c.ctx ? ibv_alloc_pd(c.ctx) : nullptr;
+	ibv_mr *mr = pd && m ? ibv_reg_mr(pd, m, len, kOdpAccess) : nullptr;
+	ibv_cq *cq = c.ctx ? ibv_create_cq(c.ctx, 16, nullptr, nullptr, 0) :
+			     nullptr;
+	ibv_qp_init_attr ia{};
+	ia.send_cq = ia.recv_cq = cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap = { 4, 4, 1, 1, 0 };
+	ibv_qp *qp = pd && cq ? ibv_create_qp(pd, &ia) : nullptr;
+	if (!mr || !qp)
+		_exit(3);
+	// Connected as xfer's connect() does, with a's QP as the peer.
+	c.b.qp = qp;
+	Side peer;
+	peer.qp = p.a.qp;
+	if (!connect(c, c.b, peer))
+		_exit(4);
+	ExitTarget t = { qp->qp_num, mr->rkey, uintptr_t(m) };
+	if (write(fd, &t, sizeof(t)) != sizeof(t))
+		_exit(5);
+	// The first WRITE landed whole (its first and last bytes are 1).
+	volatile uint8_t *first = m, *last = m + msg - 1;
+	for (long i = 0; i < 20000 * time_scale() && !(*first && *last); i++)
+		usleep(1000);
+	_exit(*first && *last ? 0 : 6);
+}
+
+// A process exits while RDMA WRITEs into its ODP MR keep arriving: its
+// memory goes (the MMU notifier's release) before its verbs objects do.
+// The WRITEs that land before are whole; then the requester's WRITEs fail
+// (its peer QP is gone: retries exceeded) instead of hanging; the kernel
+// reports nothing, and the child's QP and MR are gone from "rdma
+// resource".
+void t_odp_exit(Pair &p)
+{
+	const size_t len = 64 * 4096, msg = 16384;
+	int fds[2];
+	CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(fds[0]);
+		exit_child(p, fds[1], len, msg);
+	}
+	close(fds[1]);
+	ExitTarget t{};
+	bool got = read(fds[0], &t, sizeof(t)) == sizeof(t);
+	close(fds[0]);
+	CHECK(got, "the child set up nothing");
+	if (!got) {
+		waitpid(pid, nullptr, 0);
+		return;
+	}
+	// a's QP to the child's: a short transport timeout, few retries.
+	ibv_qp_attr reset{};
+	reset.qp_state = IBV_QPS_RESET;
+	CHECK(ibv_modify_qp(p.a.qp, &reset, IBV_QP_STATE) == 0, "reset");
+	p.lost_peer = t.qpn;
+	p.timeout = scaled_qp_timeout(12);
+	p.retry_cnt = 2;
+	connect(p, p.a, p.b);
+
+	// WRITEs 8 deep until one fails; the first one makes the child exit.
+	const unsigned depth = 8;
+	unsigned posted = 0, ok = 0, failed = 0;
+	ibv_wc_status first_err = IBV_WC_SUCCESS;
+	fill(p.a, 0, msg, 0x5a);
+	p.a.buf[0] = p.a.buf[msg - 1] = 1;
+	while (!failed && posted < 100000) {
+		while (posted - ok - failed < depth) {
+			size_t off = (posted % (len / msg)) * msg;
+			CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, msg, posted,
+					t.addr + off, t.rkey) == 0, "post");
+			posted++;
+		}
+		ibv_wc wc{};
+		if (!poll_one(p.a, wc))
+			break;
+		if (wc.status == IBV_WC_SUCCESS)
+			ok++;
+		else if (!failed++)
+			first_err = wc.status;
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0, "child: status %#x", st);
+	CHECK(ok >= 1 && failed == 1 &&
+		      (first_err == IBV_WC_RETRY_EXC_ERR ||
+		       first_err == IBV_WC_REM_ACCESS_ERR),
+	      "%u WRITEs landed, %u failed, the first with %s: expected some "
+	      "to land, then retries exceeded (or an access error)", ok,
+	      failed, ibv_wc_status_str(first_err));
+	// The rest are flushed.
+	for (unsigned i = ok + failed; i < posted; i++) {
+		ibv_wc wc{};
+		if (poll_one(p.a, wc))
+			CHECK(wc.status == IBV_WC_WR_FLUSH_ERR, "WRITE %llu after "
+			      "the failure: %s", (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+	}
+	std::string child = "\"pid\":" + std::to_string(pid) + ",";
+	for (const char *kind : { "qp", "mr", "cq", "pd" })
+		for (const std::string &o : res_objects(
+			     ibv_get_device_name(p.ctx->device), kind, false))
+			CHECK(o.find(child) == std::string::npos,
+			      "the child's %s is still listed: %s", kind,
+			      o.c_str());
+	p.lost_peer = 0;
+	p.timeout = scaled_qp_timeout();
+	p.retry_cnt = 7;
+	restate(p);
 }
 
 const Test tests[] = {
@@ -832,6 +1108,8 @@ const Test tests[] = {
 	  false },
 	{ "odp_write_recv", t_odp_write_recv, nullptr, true },
 	{ "odp_ahead", t_odp_ahead, nullptr, false },
+	{ "odp_mprotect", t_odp_mprotect, nullptr, false },
+	{ "odp_exit", t_odp_exit, nullptr, false },
 };
 
 } // namespace

@@ -444,40 +444,8 @@ ibv_qp *xrc_ini(Pair &p)
 // masks are RC's: ib_uverbs drops the attributes an XRC half has not.
 bool xrc_connect(Pair &p, ibv_qp *qp, uint32_t dest, const Transport &t)
 {
-	ibv_qp_attr a{};
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = p.remote_access;
-	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-						IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	a = {};
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = p.mtu;
-	a.dest_qp_num = dest;
-	a.rq_psn = dest * 7 & 0xffffff;
-	a.max_dest_rd_atomic = 8;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
-	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-					   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-					   IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER);
-	a = {};
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = qp->qp_num * 7 & 0xffffff;
-	a.timeout = t.timeout;
-	a.retry_cnt = t.retry_cnt;
-	a.rnr_retry = t.rnr_retry;
-	a.max_rd_atomic = 8;
-	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-					   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					   IBV_QP_RNR_RETRY |
-					   IBV_QP_MAX_QP_RD_ATOMIC);
+	int ret = qp_to_rts(p, qp, dest, dest * 7 & 0xffffff, true, t.timeout,
+			    t.retry_cnt, t.rnr_retry);
 	CHECK(ret == 0, "connecting XRC QP 0x%x to 0x%x: %s", qp->qp_num, dest,
 	      strerror(ret));
 	return ret == 0;
