@@ -438,6 +438,56 @@ void t_cq_overflow(Pair &p)
 	CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
 }
 
+// ibv_resize_cq(3) of a CQ holding completions not yet polled (at least
+// the first, seen by its completion event): they move to the new ring, and
+// every completion comes out once, in order, bytes checked; grown, then
+// shrunk to what still fits.
+void t_cq_resize_pending(Pair &p)
+{
+	ibv_comp_channel *ch = ibv_create_comp_channel(p.ctx);
+	ibv_cq *cq = ch ? ibv_create_cq(p.ctx, 8, nullptr, ch, 0) : nullptr;
+	CHECK(cq, "CQ on a channel: %s", strerror(errno));
+	UdSender tx(p);
+	ibv_qp *rx = cq ? ud_qp(p.b, cq) : nullptr;
+	const uint32_t n = 6;
+	if (rx && tx) {
+		for (uint32_t i = 0; i < n; i++) {
+			ibv_sge sge;
+			ibv_recv_wr wr = recv_wr(p, i, sge), *bad;
+			CHECK(ibv_post_recv(rx, &wr, &bad) == 0, "post_recv");
+		}
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
+		for (uint32_t i = 0; i < n / 2; i++)
+			ud_send(p, tx, rx->qp_num, i, 100 + i);
+		pollfd pfd = { ch->fd, POLLIN, 0 };
+		CHECK(poll(&pfd, 1, int(10000 * time_scale())) == 1,
+		      "no completion event");
+		ibv_cq *ev_cq;
+		void *ev_ctx;
+		if (ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0)
+			ibv_ack_cq_events(ev_cq, 1);
+		CHECK(ibv_resize_cq(cq, 64) == 0 && cq->cqe >= 64,
+		      "grow to 64 with completions pending: %s (cqe %d)",
+		      strerror(errno), cq->cqe);
+		for (uint32_t i = n / 2; i < n; i++)
+			ud_send(p, tx, rx->qp_num, i, 100 + i);
+		CHECK(ibv_resize_cq(cq, 8) == 0 && cq->cqe >= 8,
+		      "shrink to 8 with completions pending: %s (cqe %d)",
+		      strerror(errno), cq->cqe);
+		for (uint32_t i = 0; i < n; i++)
+			expect_ud_recv(p, i, 100 + i, i, cq);
+		ibv_wc wc{};
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "a completion more: wr_id "
+		      "%llu", (unsigned long long)wc.wr_id);
+	}
+	if (rx)
+		CHECK(ibv_destroy_qp(rx) == 0, "destroy QP");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+	if (ch)
+		CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
+}
+
 // ibv_create_ah(3) with attributes RoCE cannot use: a source GID entry
 // that is empty (ENODATA, ib_core's answer), no GRH, another port
 // (EINVAL). The good one is made.
@@ -488,6 +538,7 @@ const Test tests[] = {
 	{ "inv_bad_key", t_inv_bad_key, nullptr, false },
 	{ "cq_overflow", t_cq_overflow, nullptr, false },
 	{ "ah_refused", t_ah_refused, nullptr, false },
+	{ "cq_resize_pending", t_cq_resize_pending, nullptr, false },
 };
 
 } // namespace
