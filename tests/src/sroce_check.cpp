@@ -734,6 +734,10 @@ std::span<const BadAttr> bad_init_attrs()
 		{ "an access flag no QP has",
 		  [](ibv_qp_attr &a, const ibv_device_attr &) {
 			  a.qp_access_flags |= 1 << 12; }, 0, EINVAL },
+		{ "a current state (RTS) the QP is not in",
+		  [](ibv_qp_attr &a, const ibv_device_attr &) {
+			  a.cur_qp_state = IBV_QPS_RTS; },
+		  IBV_QP_CUR_STATE, EINVAL },
 	};
 	return bad;
 }
