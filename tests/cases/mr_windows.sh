@@ -6,8 +6,9 @@
 # IBV_WR_LOCAL_INV and by a peer's SEND_WITH_INV, reported in the receive);
 # neither invalidates a key it may not (a window that is gone, a type 1
 # window, an MR, another generation's key): an error completion, no byte
-# moved, every key still good.
+# moved, every key still good. A type 2 bind naming a window that is gone,
+# or an MR's key as a window: MW_BIND_ERR, nothing changes.
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 mw_type1 mw_type1_zero_based mw_type2 \
-	inv_bad_key
+	inv_bad_key bind_bad_window

@@ -438,6 +438,52 @@ void t_cq_overflow(Pair &p)
 	CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
 }
 
+// A type 2 bind (IBV_WR_BIND_MW) whose window is not one: an ibv_mw that
+// carries an MR's key (as a confused or hostile program can pass), and the
+// ibv_mw of a window already deallocated (its struct kept). Each completes
+// with MW_BIND_ERR; no byte changes, the MR still takes WRITEs with its
+// key and the key of neither becomes a window.
+void t_bind_bad_window(Pair &p)
+{
+	ibv_mr *mr = ibv_reg_mr(p.b.pd, p.b.buf.data(), p.b.buf.size(),
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND |
+					IBV_ACCESS_REMOTE_WRITE);
+	ibv_mw *mw = ibv_alloc_mw(p.b.pd, IBV_MW_TYPE_2);
+	CHECK(mr && mw, "MR and window: %s", strerror(errno));
+	if (!mr || !mw)
+		return;
+	ibv_mw gone = *mw, as_mr = *mw;
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc MW");
+	as_mr.rkey = mr->rkey;
+	const struct {
+		const char *what;
+		ibv_mw *mw;
+	} bad[] = {
+		{ "a window that is gone", &gone },
+		{ "an MR's key as a window", &as_mr },
+	};
+	uint64_t id = 600;
+	for (const auto &x : bad) {
+		Untouched u = arm_untouched(p);
+		uint32_t key = ibv_inc_rkey(x.mw->rkey);
+		CHECK(post_bind_mw(p, x.mw, key, mr, remote(p.b, 0), 4096,
+				   IBV_ACCESS_REMOTE_WRITE, id) == 0,
+		      "%s: post", x.what);
+		expect_wc(p.b, id++, IBV_WC_MW_BIND_ERR);
+		expect_untouched(p, u, x.what);
+		restate(p);
+		refused_write(p, remote(p.b, 0), key, 256, id++,
+			      IBV_WC_REM_ACCESS_ERR, x.what);
+		fill(p.a, 0, 256, uint8_t(id));
+		expect_eq_status(write_to(p, remote(p.b, 0), mr->rkey, 256,
+					  id++),
+				 IBV_WC_SUCCESS, "the MR's own key afterwards");
+		CHECK(same(p.a, 0, p.b, 0, 256), "%s: the MR's WRITE differs",
+		      x.what);
+	}
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
+}
+
 // ibv_resize_cq(3) of a CQ holding completions not yet polled (at least
 // the first, seen by its completion event): they move to the new ring, and
 // every completion comes out once, in order, bytes checked; grown, then
@@ -539,6 +585,7 @@ const Test tests[] = {
 	{ "cq_overflow", t_cq_overflow, nullptr, false },
 	{ "ah_refused", t_ah_refused, nullptr, false },
 	{ "cq_resize_pending", t_cq_resize_pending, nullptr, false },
+	{ "bind_bad_window", t_bind_bad_window, nullptr, false },
 };
 
 } // namespace
