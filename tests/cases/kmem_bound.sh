@@ -1,6 +1,7 @@
 # The kernel memory users make sroce allocate (rings, QP state, ODP page
 # lists; kernel/sroce_kmem.c) is bounded per user (max_user_kmem_mb) and
-# per device (max_kmem_mb): past either, ENOMEM, counted in kmem_refused;
+# per device (max_kmem_mb): past either (CQs; the largest QP and SRQ past
+# the user's bound), ENOMEM, counted in kmem_refused, nothing charged;
 # kmem_bytes and "rdma resource show cq -dd"'s kmem say what is held, and
 # all of it goes with the objects. sroce-check kmem sets the parameters;
 # they are put back here.

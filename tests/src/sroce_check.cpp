@@ -1174,6 +1174,42 @@ int cmd_kmem(const char *dev)
 	CHECK(hw_counter(dev, "kmem_refused") == refused + 1, "kmem_refused "
 	      "grew by %lld, expected 1", hw_counter(dev, "kmem_refused") -
 	      refused);
+	// A QP and an SRQ of the largest queues do not fit in what is left:
+	// ENOMEM, counted, nothing charged.
+	ibv_pd *pd = ibv_alloc_pd(ctx.get());
+	CHECK(pd && !mine.empty(), "PD: %s", strerror(errno));
+	if (pd && !mine.empty()) {
+		ibv_device_attr da{};
+		CHECK(ibv_query_device(ctx.get(), &da) == 0, "query_device");
+		ibv_qp_init_attr qa{};
+		qa.send_cq = qa.recv_cq = mine[0];
+		qa.qp_type = IBV_QPT_RC;
+		qa.cap = { uint32_t(da.max_qp_wr), uint32_t(da.max_qp_wr),
+			   uint32_t(da.max_sge), uint32_t(da.max_sge), 0 };
+		errno = 0;
+		ibv_qp *qp = ibv_create_qp(pd, &qa);
+		CHECK(!qp && errno == ENOMEM, "the largest QP past the user's "
+		      "bound: %p, %s", (void *)qp, strerror(errno));
+		if (qp)
+			ibv_destroy_qp(qp);
+		ibv_srq_init_attr sa{};
+		sa.attr.max_wr = uint32_t(da.max_srq_wr);
+		sa.attr.max_sge = uint32_t(da.max_srq_sge);
+		errno = 0;
+		ibv_srq *srq = ibv_create_srq(pd, &sa);
+		CHECK(!srq && errno == ENOMEM, "the largest SRQ past the "
+		      "user's bound: %p, %s", (void *)srq, strerror(errno));
+		if (srq)
+			ibv_destroy_srq(srq);
+		CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+	}
+	CHECK(hw_counter(dev, "kmem_refused") == refused + 3 &&
+		      hw_counter(dev, "kmem_bytes") == now,
+	      "after the refused QP and SRQ: kmem_refused grew by %lld "
+	      "(expected 3), kmem_bytes by %lld (expected 0)",
+	      hw_counter(dev, "kmem_refused") - refused,
+	      hw_counter(dev, "kmem_bytes") - now);
+	refused += 2;
 
 	// The device's bound: room for two more such CQs, not three.
 	long long one = held / 3;
