@@ -178,13 +178,52 @@ uint32_t rq_psn(ibv_qp *qp)
 	return a.rq_psn;
 }
 
+// a SENDs 3 pages of ODP memory whose middle page is gone: the requester
+// fails (LOC_PROT_ERR) after the first page's packets, which @rx, a's
+// peer, took into a receive WQE (its expected PSN moved past them: waited
+// for, not slept on). @rx is still in RTS. False (and a failure) if not.
+bool half_send(Pair &p, ibv_qp *rx)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint8_t *m = map_anon(3 * page);
+	ibv_mr *odp = m ? ibv_reg_mr(p.a.pd, m, 3 * page,
+				     IBV_ACCESS_LOCAL_WRITE |
+					     IBV_ACCESS_ON_DEMAND) : nullptr;
+	CHECK(odp, "reg ODP MR: %s", strerror(errno));
+	bool ok = false;
+	if (odp) {
+		memset(m, 1, 3 * page);
+		munmap(m + page, page);
+		ibv_sge sge = { uintptr_t(m), uint32_t(3 * page), odp->lkey };
+		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 9), *bad;
+		CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0, "post send");
+		expect_wc(p.a, 9, IBV_WC_LOC_PROT_ERR);
+		uint32_t psn = (p.a.qp->qp_num * 7 + page / (128 << p.mtu)) &
+			       0xffffff;
+		for (long i = 0; i < 10000 * time_scale() && rq_psn(rx) != psn;
+		     i++)
+			usleep(1000);
+		CHECK(rq_psn(rx) == psn, "receiver's expected PSN %#x, "
+		      "expected %#x: the first page's packets not taken",
+		      rq_psn(rx), psn);
+		CHECK(qp_state(rx) == IBV_QPS_RTS, "receiver QP state %d",
+		      qp_state(rx));
+		ok = rq_psn(rx) == psn && qp_state(rx) == IBV_QPS_RTS;
+		ibv_dereg_mr(odp);
+	}
+	if (m) {
+		munmap(m, page);
+		munmap(m + 2 * page, page);
+	}
+	return ok;
+}
+
 // A SEND that stops half way (its source page is gone: the requester fails
 // with a local protection error) leaves the receiver holding the SRQ WQE it
 // took for the first packets. When the receiver's QP goes to error, that
 // WQE completes with WR_FLUSH_ERR; it is not lost.
 void t_srq_flush_taken(Pair &p)
 {
-	long page = sysconf(_SC_PAGESIZE);
 	ibv_srq_init_attr sa{};
 	sa.attr = { 8, 1, 0 };
 	ibv_srq *srq = ibv_create_srq(p.b.pd, &sa);
@@ -217,32 +256,7 @@ void t_srq_flush_taken(Pair &p)
 		wr.num_sge = 1;
 		ok = ibv_post_srq_recv(srq, &wr, &bad) == 0;
 	}
-	// Three pages of ODP memory; the middle one unmapped.
-	uint8_t *m = ok ? map_anon(3 * page) : nullptr;
-	ibv_mr *odp = m ? ibv_reg_mr(p.a.pd, m, 3 * page,
-				     IBV_ACCESS_LOCAL_WRITE |
-					     IBV_ACCESS_ON_DEMAND) : nullptr;
-	CHECK(odp, "reg ODP MR: %s", strerror(errno));
-	if (odp) {
-		memset(m, 1, 3 * page);
-		munmap(m + page, page);
-		ibv_sge sge = { uintptr_t(m), uint32_t(3 * page), odp->lkey };
-		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 9), *bad;
-		CHECK(ibv_post_send(p.a.qp, &wr, &bad) == 0, "post send");
-		expect_wc(p.a, 9, IBV_WC_LOC_PROT_ERR);
-		// The first page's packets reached the receiver, which took
-		// the WQE for them: its expected PSN moved past them (waited
-		// for, not slept on, before its state is looked at).
-		uint32_t psn = (p.a.qp->qp_num * 7 + page / (128 << p.mtu)) &
-			       0xffffff;
-		for (long i = 0; i < 10000 * time_scale() && rq_psn(b2.qp) != psn;
-		     i++)
-			usleep(1000);
-		CHECK(rq_psn(b2.qp) == psn, "receiver's expected PSN %#x, "
-		      "expected %#x: the first page's packets not taken",
-		      rq_psn(b2.qp), psn);
-		CHECK(qp_state(b2.qp) == IBV_QPS_RTS,
-		      "receiver QP state %d", qp_state(b2.qp));
+	if (ok && half_send(p, b2.qp)) {
 		ibv_qp_attr err{};
 		err.qp_state = IBV_QPS_ERR;
 		CHECK(ibv_modify_qp(b2.qp, &err, IBV_QP_STATE) == 0,
@@ -256,15 +270,37 @@ void t_srq_flush_taken(Pair &p)
 			      ibv_wc_status_str(wc.status));
 		CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0,
 		      "more completions: the SRQ's other WQEs stay posted");
-		ibv_dereg_mr(odp);
-	}
-	if (m) {
-		munmap(m, page);
-		munmap(m + 2 * page, page);
 	}
 	if (b2.qp)
 		CHECK(ibv_destroy_qp(b2.qp) == 0, "destroy QP");
 	CHECK(ibv_destroy_srq(srq) == 0, "destroy SRQ");
+}
+
+// The same with the receiver's own receive queue: when the QP goes to
+// error, the WQE it took for the half-received SEND is flushed first, then
+// the ones it did not take, in order; nothing is lost.
+void t_rq_flush_taken(Pair &p)
+{
+	for (uint64_t id = 100; id < 104; id++)
+		CHECK(post_recv(p.b, (id - 100) * 16384, 16384, id) == 0,
+		      "post_recv");
+	if (!half_send(p, p.b.qp))
+		return;
+	ibv_qp_attr err{};
+	err.qp_state = IBV_QPS_ERR;
+	CHECK(ibv_modify_qp(p.b.qp, &err, IBV_QP_STATE) == 0, "receiver to ERR");
+	for (uint64_t id = 100; id < 104; id++) {
+		ibv_wc wc{};
+		if (poll_one(p.b, wc))
+			CHECK(wc.wr_id == id && wc.status == IBV_WC_WR_FLUSH_ERR,
+			      "completion wr_id %llu status %s, expected %llu "
+			      "flushed", (unsigned long long)wc.wr_id,
+			      ibv_wc_status_str(wc.status),
+			      (unsigned long long)id);
+	}
+	ibv_wc wc{};
+	CHECK(ibv_poll_cq(p.b.cq, 1, &wc) == 0, "a completion more: wr_id %llu",
+	      (unsigned long long)wc.wr_id);
 }
 
 // UC: an RDMA WRITE with a bad rkey is dropped by the receiver (UC has no
@@ -859,6 +895,7 @@ const Test tests[] = {
 	{ "dereg_mid_write", t_dereg_mid_write, nullptr, false },
 	{ "rereg_mid_write", t_rereg_mid_write, nullptr, false },
 	{ "srq_flush_taken", t_srq_flush_taken, nullptr, false },
+	{ "rq_flush_taken", t_rq_flush_taken, nullptr, false },
 	{ "uc_bad_rkey", t_uc_bad_rkey, nullptr, true },
 	{ "qpn_random", t_qpn_random, nullptr, false },
 	{ "bind_other_pd", t_bind_other_pd, nullptr, false },
