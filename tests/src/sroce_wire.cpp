@@ -383,6 +383,28 @@ void post_slot_recvs(Conn &c, const Opts &o)
 	}
 }
 
+// The client's writes: pattern i into the server's slot i.
+void write_slots(Conn &c, const Opts &o)
+{
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], i, o.size);
+	pipeline(c, o, IBV_WC_RDMA_WRITE, [&](uint32_t i) {
+		size_t off = size_t(i) * o.size;
+		return post(c, IBV_WR_RDMA_WRITE, i, off, o.size,
+			    c.peer.addr + off);
+	});
+}
+
+// The client's sends: message i is pattern 2 * ITERS + i.
+void send_slots(Conn &c, const Opts &o)
+{
+	for (uint32_t i = 0; i < o.iters; i++)
+		fill(&c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
+	pipeline(c, o, IBV_WC_SEND, [&](uint32_t i) {
+		return post(c, IBV_WR_SEND, i, size_t(i) * o.size, o.size, 0);
+	});
+}
+
 // UC has no acknowledgement, and may lose any packet: after each phase the
 // client WRITEs @phase to the server's word (beyond the slots) again and
 // again until the server says, over TCP, that it is there. One QP's
@@ -431,21 +453,11 @@ int uc_client(Conn &c, const Opts &o)
 {
 	Layout l(o);
 
-	for (uint32_t i = 0; i < o.iters; i++)
-		fill(&c.buf[size_t(i) * o.size], i, o.size);
-	pipeline(c, o, IBV_WC_RDMA_WRITE, [&](uint32_t i) {
-		size_t off = size_t(i) * o.size;
-		return post(c, IBV_WR_RDMA_WRITE, i, off, o.size,
-			    c.peer.addr + off);
-	});
+	write_slots(c, o);
 	if (!uc_mark(c, l, 1) ||	// the server checks the slots
 	    !sync_peer(c))		// and posted its receives
 		return 1;
-	for (uint32_t i = 0; i < o.iters; i++)
-		fill(&c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
-	pipeline(c, o, IBV_WC_SEND, [&](uint32_t i) {
-		return post(c, IBV_WR_SEND, i, size_t(i) * o.size, o.size, 0);
-	});
+	send_slots(c, o);
 	if (!uc_mark(c, l, 2) ||	// the server checks the messages
 	    !sync_peer(c))
 		return 1;
@@ -551,13 +563,7 @@ int client(const Opts &o)
 		return uc_client(c, o);
 
 	// write: slot i of the server gets pattern i
-	for (uint32_t i = 0; i < o.iters; i++)
-		fill(&c.buf[size_t(i) * o.size], i, o.size);
-	pipeline(c, o, IBV_WC_RDMA_WRITE, [&](uint32_t i) {
-		size_t off = size_t(i) * o.size;
-		return post(c, IBV_WR_RDMA_WRITE, i, off, o.size,
-			    c.peer.addr + off);
-	});
+	write_slots(c, o);
 	sync_peer(c);	// the server checks the slots
 	sync_peer(c);	// and refills them with pattern ITERS + i
 
@@ -575,11 +581,7 @@ int client(const Opts &o)
 	sync_peer(c);	// the server posted its receives
 
 	// send: message i is pattern 2 * ITERS + i
-	for (uint32_t i = 0; i < o.iters; i++)
-		fill(&c.buf[size_t(i) * o.size], 2 * o.iters + i, o.size);
-	pipeline(c, o, IBV_WC_SEND, [&](uint32_t i) {
-		return post(c, IBV_WR_SEND, i, size_t(i) * o.size, o.size, 0);
-	});
+	send_slots(c, o);
 	sync_peer(c);	// the server checks the messages
 
 	// fadd: ITERS fetch-and-adds of 1 on the server's word (zeroed)
