@@ -299,9 +299,12 @@ static int __init sroce_init(void)
 	err = sroce_task_init();
 	if (err)
 		return err;
-	err = sroce_net_init();
+	err = sroce_odp_init();
 	if (err)
 		goto err_task;
+	err = sroce_net_init();
+	if (err)
+		goto err_odp;
 	err = register_netdevice_notifier(&sroce_netdev_notifier);
 	if (err)
 		goto err_net;
@@ -311,6 +314,8 @@ static int __init sroce_init(void)
 
 err_net:
 	sroce_net_exit();
+err_odp:
+	sroce_odp_exit();
 err_task:
 	sroce_task_exit();
 	return err;
@@ -322,6 +327,7 @@ static void __exit sroce_exit(void)
 	sroce_unregister_all();
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
 	sroce_net_exit();
+	sroce_odp_exit();
 	sroce_task_exit();
 }
 

@@ -15,12 +15,10 @@
 #include <linux/highmem.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
-#include <linux/sizes.h>
 #include <linux/slab.h>
 
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
-#include "sroce_task.h"
 #include "sroce_verbs.h"
 
 static void sroce_map_release(struct kref *ref)
@@ -521,128 +519,6 @@ err_put:
 err:
 	sroce_mem_refused(sdev, qpn, key, va, len, access, err);
 	return ERR_PTR(err == -ESTALE ? -ENOENT : err);
-}
-
-/* Fault a job's range in, beside the engine, and drop its map. */
-static void sroce_ahead_work(struct work_struct *work)
-{
-	struct sroce_ahead *ahead = container_of(work, struct sroce_ahead,
-						 work);
-	struct sroce_map *map = ahead->map;
-	u64 va = ahead->va, len = ahead->len;
-
-	while (len) {
-		u64 n = len;
-
-		/* Implicit ODP: only as far as private memory goes, now. */
-		if (map->pin->implicit)
-			n = sroce_odp_private_len(map, va, n);
-		if (n)
-			n = sroce_odp_fault_ahead(map, va, n, ahead->write,
-						  true);
-		if (!n)
-			break;
-		va += n;
-		len -= n;
-		cond_resched();
-	}
-	ahead->map = NULL;
-	sroce_map_put(map);
-}
-
-/**
- * sroce_ahead_init - set up a responder's faulting ahead
- * @ahead: it, zeroed
- */
-void sroce_ahead_init(struct sroce_ahead *ahead)
-{
-	INIT_WORK(&ahead->work, sroce_ahead_work);
-}
-
-/**
- * sroce_ahead_reset - forget the stream (the QP's messages start anew)
- * @ahead: it, under the QP's lock
- *
- * Any context; a job queued goes on and drops its own map.
- */
-void sroce_ahead_reset(struct sroce_ahead *ahead)
-{
-	ahead->map_id = 0;
-	ahead->msg_end = 0;
-}
-
-/**
- * sroce_ahead_stop - cancel a responder's faulting ahead, for good
- * @ahead: it; the QP's engine does not run any more
- *
- * Waits for a job running; drops the map of a job that did not run.
- */
-void sroce_ahead_stop(struct sroce_ahead *ahead)
-{
-	if (cancel_work_sync(&ahead->work)) {
-		sroce_map_put(ahead->map);
-		ahead->map = NULL;
-	}
-	sroce_ahead_reset(ahead);
-}
-
-/*
- * A speculative job: the next message, as long as this one but at most
- * SROCE_AHEAD_MAX, for messages of SROCE_AHEAD_MIN or more (a small one
- * has few pages to fault, fewer than a job costs).
- */
-#define SROCE_AHEAD_MIN		SZ_64K
-#define SROCE_AHEAD_MAX		SZ_4M
-
-/**
- * sroce_map_fault_ahead - make present what a message, and the next, reach
- * @ahead: the responder's state for this direction, under the QP's lock
- * @map: a map from sroce_mem_get() whose range covers [va, va + len)
- * @va: the message's first byte
- * @len: its bytes
- * @write: the message writes
- *
- * For an ODP map, at a message's first packet: fault in the first 2 MiB
- * of the message now, with one fault instead of one per page. Then, if
- * the message continues the last one through the same map (a stream), is
- * at least SROCE_AHEAD_MIN long, and the map is an MR's ODP range (not a
- * window, whose invalidation does not wait for its users), queue a job
- * that faults in, beside the engine while this message is copied, the
- * range the next message of the stream would reach, clipped to the map;
- * those pages count as prefetched, the rest as faults. Through implicit
- * ODP, where the consumer named no memory, the job goes only as far as
- * the range is private anonymous memory (sroce_odp_private_len()).
- * Anything else needs nothing. Only a hint: what cannot be had is faulted
- * (or refused) by the copies as usual. May sleep: a job of the last message that has not
- * started is cancelled, one under way is waited for (it may be faulting
- * this message's pages).
- */
-void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
-			   u64 va, u64 len, bool write)
-{
-	u64 end = va + len, map_end = map->iova + map->length;
-	bool stream;
-
-	if (map->type != SROCE_MAP_USER || !map->pin->odp || !len)
-		return;
-	if (cancel_work(&ahead->work)) {
-		sroce_map_put(ahead->map);
-		ahead->map = NULL;
-	} else {
-		flush_work(&ahead->work);
-	}
-	stream = ahead->map_id == sroce_map_id(map) && ahead->msg_end == va;
-	ahead->map_id = sroce_map_id(map);
-	ahead->msg_end = end;
-	sroce_odp_fault_ahead(map, va, len, write, false);
-	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
-		return;
-	kref_get(&map->ref);
-	ahead->map = map;
-	ahead->va = end;
-	ahead->len = min3(len, map_end - end, (u64)SROCE_AHEAD_MAX);
-	ahead->write = write;
-	sroce_task_queue_unbound(&ahead->work);
 }
 
 /**

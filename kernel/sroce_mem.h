@@ -18,23 +18,10 @@
 #include <rdma/ib_verbs.h>
 
 #include "sroce_kmem.h"
+#include "sroce_mem_api.h"
 #include "sroce_param.h"
 
 struct sroce_dev;
-
-/*
- * On-demand paging (IB_ACCESS_ON_DEMAND, sroce_odp.c) is built only when
- * the kernel has it (Kbuild tests the same condition); SROCE_TEST_NO_ODP
- * (make SROCE_NO_ODP=1) builds as if it had not, to check that ODP stays
- * optional. The code asks SROCE_ODP only: without it the device does not
- * offer ODP (so ib_core refuses ODP registrations), the stubs below fail,
- * and no map has an ODP pin.
- */
-#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING) && !defined(SROCE_TEST_NO_ODP)
-#define SROCE_ODP 1
-#else
-#define SROCE_ODP 0
-#endif
 
 /*
  * Keys: a 24-bit index, then an 8-bit tag (random, or for a window the
@@ -96,6 +83,8 @@ static inline u32 sroce_key_index(u32 key)
  * @invalidated: ODP: mapped pages the MMU notifier took away
  * @prefetched: ODP: pages ibv_advise_mr() made present, and those a
  *              stream's fault-ahead made present for its next message
+ * @ahead_queued: ODP: fault-ahead jobs queued for the range
+ * @ahead_run: ODP: those of them that ran (the others were cancelled)
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
  *        range's page lists (its children's as they come and go)
  *
@@ -118,6 +107,8 @@ struct sroce_pin {
 	atomic64_t faults;
 	atomic64_t invalidated;
 	atomic64_t prefetched;
+	atomic64_t ahead_queued;
+	atomic64_t ahead_run;
 	struct sroce_kmem kmem;
 };
 
@@ -330,9 +321,6 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
-u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
-			  bool write, bool speculative);
-u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -367,18 +355,6 @@ static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
 }
 
 static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
-{
-	return 0;
-}
-
-static inline u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va,
-					u64 len, bool write, bool speculative)
-{
-	return 0;
-}
-
-static inline u64 sroce_odp_private_len(struct sroce_map *map, u64 va,
-					u64 len)
 {
 	return 0;
 }

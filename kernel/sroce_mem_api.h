@@ -14,6 +14,21 @@
 #include <linux/types.h>
 #include <linux/workqueue.h>
 
+/*
+ * On-demand paging (IB_ACCESS_ON_DEMAND, sroce_odp.c) is built only when
+ * the kernel has it (Kbuild tests the same condition); SROCE_TEST_NO_ODP
+ * (make SROCE_NO_ODP=1) builds as if it had not, to check that ODP stays
+ * optional. The code asks SROCE_ODP only: without it the device does not
+ * offer ODP (so ib_core refuses ODP registrations), the stubs below and
+ * in sroce_mem.h do nothing or fail, and no map has an ODP pin.
+ */
+#if IS_ENABLED(CONFIG_INFINIBAND_ON_DEMAND_PAGING) && \
+	!defined(SROCE_TEST_NO_ODP)
+#define SROCE_ODP 1
+#else
+#define SROCE_ODP 0
+#endif
+
 struct ib_mr;
 struct ib_pd;
 struct sroce_dev;
@@ -24,7 +39,7 @@ struct sroce_map;
 /**
  * struct sroce_ahead - faulting in ahead of a stream of messages
  * @work: the job faulting in the pages the next message of a stream will
- *        reach, on an unbound worker (sroce_task_queue_unbound())
+ *        reach, on the ODP workqueue (sroce_odp.c)
  * @map: the job's map (a reference the job drops), set while it is queued
  * @va: the job's first byte
  * @len: its bytes
@@ -68,11 +83,45 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig);
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+
+/* sroce_odp.c: faulting ahead of a responder's stream of messages */
+#if SROCE_ODP
+int sroce_odp_init(void);
+void sroce_odp_exit(void);
 void sroce_ahead_init(struct sroce_ahead *ahead);
 void sroce_ahead_reset(struct sroce_ahead *ahead);
 void sroce_ahead_stop(struct sroce_ahead *ahead);
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 			   u64 va, u64 len, bool write);
+#else
+/* Without ODP no map is an ODP range: there is nothing to fault ahead. */
+static inline int sroce_odp_init(void)
+{
+	return 0;
+}
+
+static inline void sroce_odp_exit(void)
+{
+}
+
+static inline void sroce_ahead_init(struct sroce_ahead *ahead)
+{
+}
+
+static inline void sroce_ahead_reset(struct sroce_ahead *ahead)
+{
+}
+
+static inline void sroce_ahead_stop(struct sroce_ahead *ahead)
+{
+}
+
+static inline void sroce_map_fault_ahead(struct sroce_ahead *ahead,
+					 struct sroce_map *map, u64 va,
+					 u64 len, bool write)
+{
+}
+#endif /* SROCE_ODP */
 
 /* sroce_mr.c: local operations of the send queue */
 int sroce_mr_fast_reg(struct sroce_dev *sdev, struct ib_pd *pd,

@@ -604,11 +604,11 @@ static bool sroce_res_may_see_residency(const struct ib_mr *ibmr)
  *
  * Driver attributes (shown with -dd): odp (no, explicit or implicit);
  * for user memory pages_mapped (pinned pages, or ODP pages present now);
- * for ODP page_faults, pages_invalidated and pages_prefetched (of the
- * current translation: see struct sroce_pin); rereg (successful
- * re-registrations) and windows (bound now). An ODP MR's pages_mapped and
- * counts are shown only to CAP_NET_ADMIN and the owner's user
- * (sroce_res_may_see_residency()).
+ * for ODP page_faults, pages_invalidated, pages_prefetched, ahead_queued
+ * and ahead_run (of the current translation: see struct sroce_pin); rereg
+ * (successful re-registrations) and windows (bound now). An ODP MR's
+ * pages_mapped and counts are shown only to CAP_NET_ADMIN and the owner's
+ * user (sroce_res_may_see_residency()).
  * Return: 0, or -EMSGSIZE when @msg is full.
  */
 int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
@@ -647,7 +647,11 @@ int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	     rdma_nl_put_driver_u64(msg, "pages_invalidated",
 				    atomic64_read(&pin->invalidated)) ||
 	     rdma_nl_put_driver_u64(msg, "pages_prefetched",
-				    atomic64_read(&pin->prefetched))))
+				    atomic64_read(&pin->prefetched)) ||
+	     rdma_nl_put_driver_u64(msg, "ahead_queued",
+				    atomic64_read(&pin->ahead_queued)) ||
+	     rdma_nl_put_driver_u64(msg, "ahead_run",
+				    atomic64_read(&pin->ahead_run))))
 		goto out;
 	if (rdma_nl_put_driver_u32(msg, "rereg", mr->nrereg) ||
 	    rdma_nl_put_driver_u32(msg, "windows", atomic_read(&mr->num_mw)))

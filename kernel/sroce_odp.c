@@ -10,6 +10,7 @@
  * first use. ibv_advise_mr() prefetches.
  */
 #include <linux/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/userfaultfd_k.h>
 #include <rdma/ib_umem_odp.h>
@@ -345,9 +346,10 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
  * the page away until sroce_odp_unlock().
  *
  * Return: the kernel address of @va; ERR_PTR(-EINVAL) when the bytes
- * cross a page; ERR_PTR(-EFAULT) when the page cannot be had (not mapped, not writable for a write, or its process has
- * exited); or ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's
- * chunk cannot be allocated.
+ * cross a page; ERR_PTR(-EFAULT) when the page cannot be had (not mapped,
+ * not writable for a write, or its process has exited); or
+ * ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's chunk
+ * cannot be allocated.
  */
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		     struct ib_umem_odp **locked)
@@ -538,8 +540,8 @@ out:
  * one look under the mutex.
  * Return: the bytes from @va it covered, 0 if it could not fault them.
  */
-u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
-			  bool write, bool speculative)
+static u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
+				 bool write, bool speculative)
 {
 	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
@@ -577,7 +579,7 @@ u64 sroce_odp_fault_ahead(struct sroce_map *map, u64 va, u64 len,
  * Return: the bytes from @va that lie in one such mapping of the range's
  * process (0 if @va is in none, or the process has exited).
  */
-u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
+static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 {
 	u64 uva = sroce_odp_uva(map, va);
 	struct mm_struct *mm = map->pin->umem->owning_mm;
@@ -594,6 +596,156 @@ u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 	mmap_read_unlock(mm);
 	mmput(mm);
 	return n;
+}
+
+/*
+ * Fault-ahead jobs run here, beside the engine and on any CPU. The engine
+ * waits for them (a stream's next message flushes its job), so they must
+ * progress as it does.
+ */
+static struct workqueue_struct *sroce_odp_wq;
+
+/**
+ * sroce_odp_init - create the fault-ahead workqueue, at module load
+ *
+ * Return: 0, or -ENOMEM.
+ */
+int sroce_odp_init(void)
+{
+	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				       0);
+	return sroce_odp_wq ? 0 : -ENOMEM;
+}
+
+/* At module unload (or a failed load): every QP, and so every job, is gone. */
+void sroce_odp_exit(void)
+{
+	destroy_workqueue(sroce_odp_wq);
+}
+
+/* Fault a job's range in, beside the engine, and drop its map. */
+static void sroce_ahead_work(struct work_struct *work)
+{
+	struct sroce_ahead *ahead = container_of(work, struct sroce_ahead,
+						 work);
+	struct sroce_map *map = ahead->map;
+	u64 va = ahead->va, len = ahead->len;
+
+	atomic64_inc(&map->pin->ahead_run);
+	while (len) {
+		u64 n = len;
+
+		/* Implicit ODP: only as far as private memory goes, now. */
+		if (map->pin->implicit)
+			n = sroce_odp_private_len(map, va, n);
+		if (n)
+			n = sroce_odp_fault_ahead(map, va, n, ahead->write,
+						  true);
+		if (!n)
+			break;
+		va += n;
+		len -= n;
+		cond_resched();
+	}
+	ahead->map = NULL;
+	sroce_map_put(map);
+}
+
+/**
+ * sroce_ahead_init - set up a responder's faulting ahead
+ * @ahead: it, zeroed
+ */
+void sroce_ahead_init(struct sroce_ahead *ahead)
+{
+	INIT_WORK(&ahead->work, sroce_ahead_work);
+}
+
+/**
+ * sroce_ahead_reset - forget the stream (the QP's messages start anew)
+ * @ahead: it, under the QP's lock
+ *
+ * Any context; a job queued goes on and drops its own map.
+ */
+void sroce_ahead_reset(struct sroce_ahead *ahead)
+{
+	ahead->map_id = 0;
+	ahead->msg_end = 0;
+}
+
+/**
+ * sroce_ahead_stop - cancel a responder's faulting ahead, for good
+ * @ahead: it; the QP's engine does not run any more
+ *
+ * Waits for a job running; drops the map of a job that did not run.
+ */
+void sroce_ahead_stop(struct sroce_ahead *ahead)
+{
+	if (cancel_work_sync(&ahead->work)) {
+		sroce_map_put(ahead->map);
+		ahead->map = NULL;
+	}
+	sroce_ahead_reset(ahead);
+}
+
+/*
+ * A speculative job: the next message, as long as this one but at most
+ * SROCE_AHEAD_MAX, for messages of SROCE_AHEAD_MIN or more (a small one
+ * has few pages to fault, fewer than a job costs).
+ */
+#define SROCE_AHEAD_MIN		SZ_64K
+#define SROCE_AHEAD_MAX		SZ_4M
+
+/**
+ * sroce_map_fault_ahead - make present what a message, and the next, reach
+ * @ahead: the responder's state for this direction, under the QP's lock
+ * @map: a map from sroce_mem_get() whose range covers [va, va + len)
+ * @va: the message's first byte
+ * @len: its bytes
+ * @write: the message writes
+ *
+ * For an ODP map, at a message's first packet: fault in the first 2 MiB
+ * of the message now, with one fault instead of one per page. Then, if
+ * the message continues the last one through the same map (a stream), is
+ * at least SROCE_AHEAD_MIN long, and the map is an MR's ODP range (not a
+ * window, whose invalidation does not wait for its users), queue a job
+ * that faults in, beside the engine while this message is copied, the
+ * range the next message of the stream would reach, clipped to the map;
+ * those pages count as prefetched, the rest as faults. The MR counts the
+ * jobs queued and those that ran (struct sroce_pin). Through implicit
+ * ODP, where the consumer named no memory, the job goes only as far as
+ * the range is private anonymous memory (sroce_odp_private_len()).
+ * Anything else needs nothing. Only a hint: what cannot be had is faulted
+ * (or refused) by the copies as usual. May sleep: a job of the last
+ * message that has not started is cancelled, one under way is waited for
+ * (it may be faulting this message's pages).
+ */
+void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
+			   u64 va, u64 len, bool write)
+{
+	u64 end = va + len, map_end = map->iova + map->length;
+	bool stream;
+
+	if (map->type != SROCE_MAP_USER || !map->pin->odp || !len)
+		return;
+	if (cancel_work(&ahead->work)) {
+		sroce_map_put(ahead->map);
+		ahead->map = NULL;
+	} else {
+		flush_work(&ahead->work);
+	}
+	stream = ahead->map_id == sroce_map_id(map) && ahead->msg_end == va;
+	ahead->map_id = sroce_map_id(map);
+	ahead->msg_end = end;
+	sroce_odp_fault_ahead(map, va, len, write, false);
+	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
+		return;
+	kref_get(&map->ref);
+	ahead->map = map;
+	ahead->va = end;
+	ahead->len = min3(len, map_end - end, (u64)SROCE_AHEAD_MAX);
+	ahead->write = write;
+	atomic64_inc(&map->pin->ahead_queued);
+	queue_work(sroce_odp_wq, &ahead->work);
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */

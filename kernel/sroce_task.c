@@ -17,8 +17,6 @@
 
 /* The engine's workqueue: its work items run in process context. */
 static struct workqueue_struct *sroce_wq;
-/* Jobs of the engine that run beside it, on any CPU (ODP fault-ahead). */
-static struct workqueue_struct *sroce_unbound_wq;
 
 /*
  * The QPs a doorbell runs itself on its way out: those its packets went to
@@ -45,36 +43,13 @@ int sroce_task_init(void)
 	 * received it, before a process busy-polling its CQ there.
 	 */
 	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
-	if (!sroce_wq)
-		return -ENOMEM;
-	/* The engine waits for these: they must progress as it does. */
-	sroce_unbound_wq = alloc_workqueue("sroce_unbound",
-					   WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	if (!sroce_unbound_wq) {
-		destroy_workqueue(sroce_wq);
-		return -ENOMEM;
-	}
-	return 0;
+	return sroce_wq ? 0 : -ENOMEM;
 }
 
 /* At module unload (or a failed load): every QP is gone. */
 void sroce_task_exit(void)
 {
-	destroy_workqueue(sroce_unbound_wq);
 	destroy_workqueue(sroce_wq);
-}
-
-/**
- * sroce_task_queue_unbound - queue a job that runs beside the engine
- * @work: the job; whoever queues it cancels or flushes it before the
- *        objects it uses go away
- *
- * On an unbound worker, so that it may run on another CPU than the one
- * queuing it. Any context.
- */
-void sroce_task_queue_unbound(struct work_struct *work)
-{
-	queue_work(sroce_unbound_wq, work);
 }
 
 static void sroce_qp_work(struct work_struct *work);

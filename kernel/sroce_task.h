@@ -53,6 +53,5 @@ void sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl);
 void sroce_task_doorbell(struct sroce_qp *qp);
 void sroce_task_drain(struct sroce_qp *qp);
-void sroce_task_queue_unbound(struct work_struct *work);
 
 #endif /* SROCE_TASK_H */

@@ -674,11 +674,13 @@ void wait_attr(Pair &p, uint64_t mrlen, const char *name, long long want,
 // 8: 24 prefetched); a message under 64 KiB gets no job. The same four
 // WRITEs posted together: every page counted once, as a fault or as
 // prefetched (a job not started yet is cancelled). A WRITE that does not
-// continue the last one and a stream through a window prefetch nothing; a
+// continue the last one and a stream through a window queue no job; a
 // stream of READs prefetches as WRITEs do. Through an implicit ODP MR, a
 // stream prefetches within private anonymous memory only, up to the end
-// of its mapping. Every byte checked; the device's counters move by as
-// much.
+// of its mapping: the jobs of a stream into shared memory run and fault
+// nothing in. The MR's ahead_queued and ahead_run count the jobs exactly
+// (queued at a message's first packet, before its completion). Every byte
+// checked; the device's counters move by as much.
 void t_odp_ahead(Pair &p)
 {
 	const size_t pg = 4096, msg = 16 * pg, len = 56 * pg, span = 72 * pg;
@@ -689,12 +691,9 @@ void t_odp_ahead(Pair &p)
 	uint32_t rkey = 0;
 	// A WRITE through another ODP MR on the same QP settles the last
 	// message's fault-ahead job: its first packet waits for a job that
-	// runs, or cancels one not started. A job queued where none may be
-	// gets a scaled 200 ms to start first; after the settling WRITE's
-	// completion whatever it did is there to see. (One that never started
-	// by then did nothing, and goes unseen: only a count of jobs queued
-	// would show it.) The settling MR's one page is faulted in here,
-	// before the counters are read.
+	// runs, or cancels one not started; after the settling WRITE's
+	// completion whatever the job did is there to see. The settling MR's
+	// one page is faulted in here, before the counters are read.
 	uint8_t *other_mem = map_anon(2 * pg);
 	ibv_mr *other = other_mem ? ibv_reg_mr(p.b.pd, other_mem, 2 * pg,
 					       kOdpAccess) : nullptr;
@@ -702,7 +701,6 @@ void t_odp_ahead(Pair &p)
 	if (!other)
 		return;
 	auto settle = [&] {
-		usleep(useconds_t(200000 * time_scale()));
 		CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, 64, 499,
 				uintptr_t(other_mem), other->rkey) == 0,
 		      "post the settling WRITE");
@@ -749,15 +747,20 @@ void t_odp_ahead(Pair &p)
 		return;
 	write({ 0 }, msg);
 	expect_attr(p, len, "page_faults", 16, "first WRITE");
+	expect_attr(p, len, "ahead_queued", 0, "first WRITE");
 	expect_attr(p, len, "pages_prefetched", 0, "first WRITE");
 	write({ msg }, msg);
+	expect_attr(p, len, "ahead_queued", 1, "second WRITE of the stream");
 	wait_attr(p, len, "pages_prefetched", 16, "second WRITE of the stream");
 	expect_attr(p, len, "page_faults", 32, "second WRITE of the stream");
 	write({ 2 * msg }, msg);
+	expect_attr(p, len, "ahead_queued", 2, "third WRITE of the stream");
 	wait_attr(p, len, "pages_prefetched", 24,
 		  "third WRITE, the next range clipped to the MR");
 	expect_attr(p, len, "page_faults", 32, "third WRITE of the stream");
 	write({ 3 * msg }, 8 * pg);
+	expect_attr(p, len, "ahead_queued", 2, "last WRITE, to the MR's end");
+	expect_attr(p, len, "ahead_run", 2, "last WRITE, to the MR's end");
 	expect_attr(p, len, "page_faults", 32, "last WRITE, to the MR's end");
 	expect_attr(p, len, "pages_mapped", 56, "last WRITE, to the MR's end");
 	done_mr(odp);
@@ -765,9 +768,11 @@ void t_odp_ahead(Pair &p)
 	odp = fresh_mr(len);
 	if (!odp)
 		return;
+	// The last WRITE reaches the MR's end (no job) and its first packet
+	// settles the job before it: the counts are final at its completion.
 	write({ 0, msg, 2 * msg }, msg);
 	write({ 3 * msg }, 8 * pg);
-	settle();
+	expect_attr(p, len, "ahead_queued", 2, "4 WRITEs posted together");
 	long long faults = -1, prefetched = -1;
 	CHECK(res_mr_attr(p, len, "page_faults", &faults) &&
 	      res_mr_attr(p, len, "pages_prefetched", &prefetched) &&
@@ -782,7 +787,7 @@ void t_odp_ahead(Pair &p)
 		return;
 	write({ 0 }, msg);
 	write({ 2 * msg }, msg);
-	settle();
+	expect_attr(p, len, "ahead_queued", 0, "a WRITE out of the stream");
 	expect_attr(p, len, "pages_prefetched", 0, "a WRITE out of the stream");
 	CHECK(resident(m + 3 * msg, msg) == 0,
 	      "a WRITE out of the stream faulted the next range in");
@@ -792,7 +797,8 @@ void t_odp_ahead(Pair &p)
 		rkey = bind_type2(p, mw, odp, m, len, IBV_ACCESS_REMOTE_WRITE,
 				  id++);
 		write({ 0, msg }, msg);
-		settle();
+		expect_attr(p, len, "ahead_queued", 0,
+			    "a stream through a window");
 		expect_attr(p, len, "pages_prefetched", 0,
 			    "a stream through a window");
 		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
@@ -817,6 +823,7 @@ void t_odp_ahead(Pair &p)
 		expect_wc(p.a, id++, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, msg);
 		CHECK(all_are(&p.a.buf[0], msg, 0), "READ: bytes not zero");
 	}
+	expect_attr(p, len, "ahead_queued", 2, "a stream of 3 READs");
 	wait_attr(p, len, "pages_prefetched", 24, "a stream of 3 READs");
 	expect_attr(p, len, "page_faults", 32, "a stream of 3 READs");
 	done_mr(odp);
@@ -846,6 +853,8 @@ void t_odp_ahead(Pair &p)
 		wait_attr(p, SIZE_MAX, "pages_prefetched", 32,
 			  "implicit, third WRITE of a stream");
 		write({ 3 * msg }, msg);
+		expect_attr(p, SIZE_MAX, "ahead_queued", 3,
+			    "implicit, a stream of 4 WRITEs");
 		wait_attr(p, SIZE_MAX, "pages_prefetched", 40,
 			  "implicit, the next range clipped to the mapping");
 		expect_attr(p, SIZE_MAX, "page_faults", 32,
@@ -860,10 +869,18 @@ void t_odp_ahead(Pair &p)
 			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	CHECK(shm != MAP_FAILED, "mmap shared: %s", strerror(errno));
 	if (shm != MAP_FAILED) {
+		// Each job runs before the next message (which would cancel
+		// one not started), and the settling WRITE waits for the
+		// last: all of them ran and ended.
 		m = static_cast<uint8_t *>(shm);
 		write({ 0 }, msg);
-		write({ msg }, msg);
-		write({ 2 * msg }, msg);
+		for (long long n = 1; n <= 2; n++) {
+			write({ size_t(n) * msg }, msg);
+			expect_attr(p, SIZE_MAX, "ahead_queued", 3 + n,
+				    "implicit, a stream into shared memory");
+			wait_attr(p, SIZE_MAX, "ahead_run", 3 + n,
+				  "implicit, a stream into shared memory");
+		}
 		settle();
 		expect_attr(p, SIZE_MAX, "pages_prefetched", 40,
 			    "implicit, a stream into shared memory");
