@@ -6,7 +6,7 @@
 #include <linux/etherdevice.h>
 
 #include "sroce_loc.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /**
  * sroce_av_from_attr - take an address vector from verbs attributes

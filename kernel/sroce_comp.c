@@ -5,7 +5,7 @@
  */
 #include "sroce_loc.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* RNR NAK timer field (IB spec) in microseconds. */
 static const u32 sroce_rnr_usecs[32] = {

@@ -5,7 +5,9 @@
  * difference once, under the kernel change that made it, and told apart by
  * a feature test (a macro the change added, the type of an op it changed),
  * not by the version: it holds for kernels with the change backported.
- * The rest of the driver is written once, for one interface.
+ * The rest of the driver is written once, for one interface. (One
+ * difference lives with its only user: the create_cq op's type, beside
+ * the ops table in sroce_verbs.c.)
  */
 #ifndef SROCE_COMPAT_H
 #define SROCE_COMPAT_H
@@ -13,31 +15,6 @@
 #include <linux/ipv6.h>
 #include <linux/mm.h>
 #include <net/inet_sock.h>
-#include <rdma/uverbs_ioctl.h>
-
-#include "sroce_loc.h"
-
-/*
- * ib_device_ops.create_cq takes the uverbs attribute bundle instead of the
- * driver's udata since 6.11, dd6d7f8574d7 ("RDMA: Pass entire uverbs attr
- * bundle to create cq function"); the udata is the bundle's driver_udata,
- * and a kernel CQ (ib_alloc_cq(), ib_create_cq()) gets no bundle.
- * sroce_create_cq() keeps the udata form; the ops table takes
- * SROCE_CREATE_CQ, which is sroce_create_cq() where the op has its type
- * and sroce_create_cq_bundle() where it does not.
- */
-static inline int sroce_create_cq_bundle(struct ib_cq *ibcq,
-					 const struct ib_cq_init_attr *attr,
-					 struct uverbs_attr_bundle *attrs)
-{
-	return sroce_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
-}
-
-#define SROCE_CREATE_CQ							\
-	__builtin_choose_expr(						\
-		__same_type(((const struct ib_device_ops *)NULL)->create_cq, \
-			    &sroce_create_cq),				\
-		sroce_create_cq, sroce_create_cq_bundle)
 
 /*
  * Turns off the multicast loop of kernel UDP socket @sock (IPv4, and IPv6 too

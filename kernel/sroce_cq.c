@@ -13,7 +13,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce_loc.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* Slots for a CQ of at least @cqe entries; indices may run a full ring. */
 static u32 sroce_cq_slots(int cqe)

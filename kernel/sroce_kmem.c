@@ -30,7 +30,7 @@
 #include <linux/slab.h>
 
 #include "sroce_kmem.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 static unsigned int max_kmem_mb;
 module_param(max_kmem_mb, uint, 0644);

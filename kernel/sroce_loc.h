@@ -7,7 +7,7 @@
 #ifndef SROCE_LOC_H
 #define SROCE_LOC_H
 
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* sroce_main.c */
 struct sroce_dev *sroce_dev_get_by_netdev(struct net_device *ndev);

@@ -27,7 +27,7 @@
 #include "sroce_loc.h"
 #include "sroce_mem_api.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 MODULE_AUTHOR("sroce developers");
 MODULE_DESCRIPTION("Soft RoCEv2 RDMA device");

@@ -13,7 +13,7 @@
 
 #include "sroce_loc.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 struct sroce_mcast_member {
 	struct list_head list;

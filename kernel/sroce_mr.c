@@ -24,7 +24,7 @@
 
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 {

@@ -19,7 +19,7 @@
 
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 static struct sroce_mw *to_smw(struct ib_mw *ibmw)
 {

@@ -10,6 +10,7 @@
 
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/module.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/ip.h>
@@ -26,7 +27,7 @@
 #include "sroce_hdr.h"
 #include "sroce_loc.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /**
  * struct sroce_net - sroce in one network namespace
@@ -182,9 +183,10 @@ drop:
 	kfree_skb(skb);
 }
 
+/* Is @ibdev a device of this module (not another driver's on the netdev)? */
 static bool sroce_is_ours(struct ib_device *ibdev)
 {
-	return ibdev->ops.dealloc_driver == sroce_dealloc_driver;
+	return ibdev->ops.owner == THIS_MODULE;
 }
 
 static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)

@@ -18,7 +18,7 @@
 
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /*
  * The CPU's page tables changed under an ODP range: forget the pages, so

@@ -15,7 +15,7 @@
 #include "sroce_loc.h"
 #include "sroce_mem_api.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* Bytes of a send slot: the header, then SGEs or inline data. */
 static u32 sroce_send_slot_size(const struct ib_qp_cap *cap)

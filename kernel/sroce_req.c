@@ -13,7 +13,7 @@
 #include "sroce_loc.h"
 #include "sroce_mem_api.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* Packets sent per run of the engine before it lets others run. */
 #define SROCE_REQ_BUDGET 64

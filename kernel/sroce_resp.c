@@ -21,7 +21,7 @@
 #include "sroce_loc.h"
 #include "sroce_mem_api.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* Read response packets made per run of the engine. */
 #define SROCE_RESP_BUDGET 64

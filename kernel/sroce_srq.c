@@ -7,7 +7,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce_loc.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* Bytes of a receive slot: the header, then the SGEs. */
 u32 sroce_recv_slot_size(u32 max_sge)

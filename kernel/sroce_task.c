@@ -13,7 +13,7 @@
 
 #include "sroce_loc.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* The engine's workqueue: its work items run in process context. */
 static struct workqueue_struct *sroce_wq;

@@ -8,7 +8,7 @@
 
 #include <linux/skbuff.h>
 
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /*
  * Packets a QP's receive queue holds at most. A sender faster than the

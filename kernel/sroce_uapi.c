@@ -16,7 +16,7 @@
 
 #include "sroce_loc.h"
 #include "sroce_task.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 static int
 UVERBS_HANDLER(SROCE_METHOD_QP_DOORBELL)(struct uverbs_attr_bundle *attrs)

@@ -18,7 +18,7 @@
 #include "sroce_loc.h"
 #include "sroce_mem.h"
 #include "sroce_mem_api.h"
-#include "sroce_verbs.h"
+#include "sroce.h"
 
 /* What query_device reports when ODP is built (SROCE_ODP). */
 static void sroce_query_odp(struct ib_device_attr *attr)
@@ -378,6 +378,28 @@ static int sroce_fill_res_cq_entry(struct sk_buff *msg, struct ib_cq *ibcq)
 {
 	return sroce_fill_res_kmem(msg, &to_scq(ibcq)->kmem);
 }
+
+/*
+ * ib_device_ops.create_cq takes the uverbs attribute bundle instead of the
+ * driver's udata since 6.11, dd6d7f8574d7 ("RDMA: Pass entire uverbs attr
+ * bundle to create cq function"); the udata is the bundle's driver_udata,
+ * and a kernel CQ (ib_alloc_cq(), ib_create_cq()) gets no bundle.
+ * sroce_create_cq() keeps the udata form; the ops table takes
+ * SROCE_CREATE_CQ, which is sroce_create_cq() where the op has its type
+ * and sroce_create_cq_bundle() where it does not.
+ */
+static inline int sroce_create_cq_bundle(struct ib_cq *ibcq,
+					 const struct ib_cq_init_attr *attr,
+					 struct uverbs_attr_bundle *attrs)
+{
+	return sroce_create_cq(ibcq, attr, attrs ? &attrs->driver_udata : NULL);
+}
+
+#define SROCE_CREATE_CQ							\
+	__builtin_choose_expr(						\
+		__same_type(((const struct ib_device_ops *)NULL)->create_cq, \
+			    &sroce_create_cq),				\
+		sroce_create_cq, sroce_create_cq_bundle)
 
 static const struct ib_device_ops sroce_dev_ops = {
 	.owner = THIS_MODULE,

@@ -5,8 +5,8 @@
  * transport, whether it sends). Each structure says which lock protects
  * which field.
  */
-#ifndef SROCE_VERBS_H
-#define SROCE_VERBS_H
+#ifndef SROCE_H
+#define SROCE_H
 
 #include <linux/completion.h>
 #include <linux/list.h>
@@ -602,4 +602,4 @@ static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 	}
 }
 
-#endif /* SROCE_VERBS_H */
+#endif /* SROCE_H */
