@@ -47,7 +47,7 @@ void sroce_map_put(struct sroce_map *map)
  * Past any count of accesses (one per thread at most, but for an advice's
  * SGEs, 4095 a call) and still room for 127 waiters in a refcount_t.
  */
-#define SROCE_MAP_WAITER	(1U << 24)
+#define SROCE_MAP_WAITER	BIT(24)
 
 static void sroce_map_wait(struct sroce_map *map);
 

@@ -145,6 +145,29 @@ static struct sroce_mw_ent *sroce_mw_find(struct sroce_dev *sdev, u32 key)
 	return container_of(mem, struct sroce_mw_ent, mem);
 }
 
+/*
+ * Why window @ent may not take bind @b from a QP of @pd (NULL: it may).
+ * Under the window's lock.
+ */
+static const char *sroce_mw_bind_refused(struct sroce_mw_ent *ent,
+					 struct ib_pd *pd,
+					 const struct sroce_bind *b)
+{
+	lockdep_assert_held(&ent->lock);
+	if (READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
+		return "no such window";
+	/* C10-72 */
+	if (ent->pd != pd)
+		return "the window is another PD's";
+	/* o10-37.2.40: a type 2 window is invalidated, not bound empty. */
+	if (ent->type == IB_MW_TYPE_2 && !b->length)
+		return "a type 2 window's bind of length 0";
+	/* o10-37.2.30 */
+	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
+		return "a type 2 window still bound";
+	return NULL;
+}
+
 /**
  * sroce_mw_bind - execute a bind WQE (IBV_WR_BIND_MW, or ibv_bind_mw())
  * @sdev: the device
@@ -216,43 +239,32 @@ int sroce_mw_bind(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 	}
 
 	err = -EINVAL;
+	why = "no such window";
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, b->mw_key);
-	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
-	if (ent)
-		spin_lock_bh(&ent->lock);
-	rcu_read_unlock();
-	why = "no such window";
-	if (!ent)
+	if (!ent) {
+		rcu_read_unlock();
 		goto out;
-	if (READ_ONCE(ent->mem.state) == SROCE_MEM_FREE)
-		goto out_unlock;
-	/* C10-72 */
-	why = "the window is another PD's";
-	if (ent->pd != pd)
-		goto out_unlock;
-	/* o10-37.2.40: a type 2 window is invalidated, not bound empty. */
-	why = "a type 2 window's bind of length 0";
-	if (ent->type == IB_MW_TYPE_2 && !b->length)
-		goto out_unlock;
-	/* o10-37.2.30 */
-	why = "a type 2 window still bound";
-	if (ent->type == IB_MW_TYPE_2 && ent->mem.state != SROCE_MEM_INVALID)
-		goto out_unlock;
-
-	old = sroce_mw_unbind(ent, &old_mr);
-	WRITE_ONCE(ent->mem.key, b->new_key);
-	if (map) {
-		rcu_assign_pointer(ent->mem.map, map);
-		ent->mr = mr;
-		WRITE_ONCE(ent->qpn, ent->type == IB_MW_TYPE_2 ? qpn : 0);
-		/* release: map, key and QP are seen before the valid state */
-		smp_store_release(&ent->mem.state, SROCE_MEM_VALID);
-		map = NULL;
-		mr = NULL;
 	}
-	err = 0;
-out_unlock:
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
+	spin_lock_bh(&ent->lock);
+	rcu_read_unlock();
+	why = sroce_mw_bind_refused(ent, pd, b);
+	if (!why) {
+		old = sroce_mw_unbind(ent, &old_mr);
+		WRITE_ONCE(ent->mem.key, b->new_key);
+		if (map) {
+			rcu_assign_pointer(ent->mem.map, map);
+			ent->mr = mr;
+			WRITE_ONCE(ent->qpn,
+				   ent->type == IB_MW_TYPE_2 ? qpn : 0);
+			/* release: map, key, QP seen before the state */
+			smp_store_release(&ent->mem.state, SROCE_MEM_VALID);
+			map = NULL;
+			mr = NULL;
+		}
+		err = 0;
+	}
 	spin_unlock_bh(&ent->lock);
 out:
 	if (err)
@@ -288,14 +300,14 @@ int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 
 	rcu_read_lock();
 	ent = sroce_mw_find(sdev, key);
-	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
-	if (ent)
-		spin_lock_bh(&ent->lock);
-	rcu_read_unlock();
 	if (!ent) {
+		rcu_read_unlock();
 		sroce_dbg_mw(sdev, key, "invalidation refused: no such window\n");
 		return -EINVAL;
 	}
+	/* Held from here, the lock keeps ent allocated: sroce_mw_find(). */
+	spin_lock_bh(&ent->lock);
+	rcu_read_unlock();
 	/*
 	 * o10-37.2.26: never a type 1 window. A type 2 window only by its
 	 * current key, through the QP it is bound to, in its PD.

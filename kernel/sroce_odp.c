@@ -761,7 +761,6 @@ static bool sroce_key_is_mw(struct sroce_dev *sdev, u32 key)
 	return mw;
 }
 
-
 /*
  * Make an ODP range's pages present for the engine: faulted in (for
  * writing if @write), or with @fault false only those the CPU has now.
