@@ -56,7 +56,8 @@ tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 # The sroce.ko for the running kernel: built for it by scripts/host/build-ko.sh
 # (another kernel than the default one), or by make.
 sroce_ko() {
-	local ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko
+	local ko
+	ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko
 	[ -e "$ko" ] || ko=$repo/kernel/sroce.ko
 	echo "$ko"
 }
@@ -75,6 +76,7 @@ ibdev_exists() { [ -e "/sys/class/infiniband/$1" ]; }
 # both up. A remote peer for raw-socket tests; both go when the case exits.
 peer_ns() {
 	local ns=$1 dev=$2 net=$3
+	# shellcheck disable=SC2064 # $ns and $dev are locals, gone at EXIT: expand now
 	trap "ip netns del $ns 2>/dev/null; ip link del $dev 2>/dev/null" EXIT
 	ip netns add "$ns" || fail "ip netns add $ns"
 	ip link add "$dev" type veth peer name "${dev}p" netns "$ns" ||

@@ -2,6 +2,7 @@
 # Inside the VM (see scripts/host/bench.sh): alternate rdma_rxe and sroce.
 set -uo pipefail
 rounds=$1
+# shellcheck source=SCRIPTDIR/../../tests/lib.sh
 . tests/lib.sh
 ip link set eth0 mtu 9000
 res=/tmp/out/results
@@ -42,7 +43,7 @@ run() {
 	esac
 	echo "$kind $name ${v:-NA}" >> "$res"
 }
-for r in $(seq "$rounds"); do
+for _ in $(seq "$rounds"); do
 	for kind in rxe sroce; do
 		use_$kind
 		for sz in 4096 65536 1048576; do

@@ -5,7 +5,9 @@
 # tests/cases/*.sh (or those named on the command line) each in a fresh
 # shell with a time limit, one line per test, then "N passed, N failed".
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=SCRIPTDIR/../../tests/lib.sh
 . "$repo/tests/lib.sh"
+# shellcheck source=SCRIPTDIR/../kernel-reports.sh
 . "$repo/scripts/kernel-reports.sh"
 # The kernel log as scripts/guest/guest-init.sh streams it; a plain dmesg
 # when run by hand (a wrapped ring may then hide a report).

@@ -13,12 +13,14 @@ ip4=$(arg sroce_ip4)
 ip6=$(arg sroce_ip6)
 hostname "$(arg sroce_host)"
 # Test time limits are multiplied by this (a debug kernel is slow).
-export SROCE_TIME_SCALE=$(arg sroce_time_scale)
+SROCE_TIME_SCALE=$(arg sroce_time_scale)
+export SROCE_TIME_SCALE
 : "${SROCE_TIME_SCALE:=1}"
 # make check-debug's provider built for gcov (tests/lib.sh): its counts go
 # to /tmp/out/gcov-provider (the build's own directory is read-only here),
 # writable by the tests that run as another user too.
-export SROCE_PROVIDER=$(arg sroce_provider)
+SROCE_PROVIDER=$(arg sroce_provider)
+export SROCE_PROVIDER
 if [ -n "$SROCE_PROVIDER" ]; then
 	export GCOV_PREFIX=/tmp/out/gcov-provider GCOV_PREFIX_STRIP=0
 	mkdir -p "$GCOV_PREFIX" && chmod 1777 "$GCOV_PREFIX"

@@ -8,7 +8,7 @@
 # Ends with "N passed, N failed", as make check does.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 
 rel=$(scripts/host/debug-kernel.sh) || {
 	echo "check-debug: no debug kernel"; echo "0 passed, 1 failed"; exit 1; }

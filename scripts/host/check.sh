@@ -22,7 +22,7 @@
 # 6.1 and 6.12 that way.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 build_log=$(make -s all 2>&1) ||
 	{ echo "$build_log"; echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
@@ -46,6 +46,7 @@ host_test() {
 install_layout() {
 	local d kver
 	d=$(mktemp -d) kver=${KVER:-$(scripts/host/kver.sh)}
+	# shellcheck disable=SC2064 # $d is this call's temp dir (a local): expand it now
 	trap "rm -rf '$d'" RETURN
 	make -s install DESTDIR="$d" >/dev/null || return 1
 	# modules_install compresses the module as the kernel's config says
@@ -91,6 +92,64 @@ kernel_doc_clean() {
 	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
 }
 
+# checkpatch.pl --strict: 0 findings in kernel/ and the uAPI header. It
+# comes with linux-source-6.1 (install-deps.sh): the debug kernel's tree
+# when make check-debug has unpacked it, else the three files it reads,
+# taken once from the tarball into build/checkpatch/.
+checkpatch_clean() {
+	local cp="" d=build/checkpatch/linux-source-6.1 f out src=()
+	for f in /var/cache/sroce/debug/linux-source-6.1/scripts/checkpatch.pl \
+		"$d/scripts/checkpatch.pl"; do
+		[ -f "$f" ] && { cp=$f; break; }
+	done
+	if [ -z "$cp" ]; then
+		[ -f /usr/src/linux-source-6.1.tar.xz ] || {
+			echo "no /usr/src/linux-source-6.1.tar.xz" \
+			     "(scripts/host/install-deps.sh installs linux-source-6.1)"
+			return 1
+		}
+		mkdir -p build/checkpatch
+		tar -xJf /usr/src/linux-source-6.1.tar.xz -C build/checkpatch \
+			linux-source-6.1/scripts/checkpatch.pl \
+			linux-source-6.1/scripts/spelling.txt \
+			linux-source-6.1/scripts/const_structs.checkpatch || return 1
+		cp=$d/scripts/checkpatch.pl
+	fi
+	for f in kernel/*.c kernel/*.h include/uapi/rdma/sroce-abi.h; do
+		[[ $f == *.mod.c ]] || src+=("$f")
+	done
+	out=$(perl "$cp" --strict --no-tree --terse --no-summary -f "${src[@]}" 2>&1)
+	[ -z "$out" ] || { echo "$out"; return 1; }
+}
+
+# sparse (make C=2, with endianness checks): 0 findings, for the kernel
+# make all built for (in a copy, by builds_for).
+sparse_clean() {
+	command -v sparse >/dev/null ||
+		{ echo "no sparse (scripts/host/install-deps.sh installs it)"; return 1; }
+	builds_for "$kv_built" 0 C=2 CF=-D__CHECK_ENDIAN__
+}
+
+# Every shell script under scripts/ and tests/ (*.sh, and any other file
+# with a sh/bash shebang; not build/) passes shellcheck -S warning, with
+# the settings of .shellcheckrc.
+shellcheck_clean() {
+	local f out files=()
+	command -v shellcheck >/dev/null ||
+		{ echo "no shellcheck (scripts/host/install-deps.sh installs it)"; return 1; }
+	while IFS= read -r -d '' f; do
+		case $f in
+		*.sh) files+=("$f") ;;
+		*) head -n1 "$f" | grep -qaE '^#!.*[/ ](ba|da)?sh( |$)' &&
+			files+=("$f") ;;
+		esac
+	done < <(find scripts tests -type f -not -path '*/build/*' -print0 |
+		sort -z)
+	[ ${#files[@]} -gt 0 ] || { echo "no shell scripts found"; return 1; }
+	out=$(shellcheck -S warning -f gcc "${files[@]}" 2>&1) && [ -z "$out" ] ||
+		{ echo "$out"; return 1; }
+}
+
 # make all (above) built the module and the provider with no warning.
 built_clean() {
 	! grep -E 'warning:' <<<"$build_log" || return 1
@@ -100,11 +159,12 @@ built_clean() {
 # on-demand paging (ODP=0) or without it (ODP=1: SROCE_NO_ODP=1 builds as if
 # CONFIG_INFINIBAND_ON_DEMAND_PAGING were off: no sroce_odp.o, the stubs of
 # sroce_mem.h). Built in a copy, so the module of the checkout is not
-# touched.
-builds_for() { # KVER NO_ODP
+# touched. MAKE_ARGs go to make (sparse_clean's C=2).
+builds_for() { # KVER NO_ODP [MAKE_ARG...]
 	local d kdir odp=$2 out
 	kdir=$(scripts/host/kver.sh --kdir "$1") || return 1
 	d=$(mktemp -d)
+	# shellcheck disable=SC2064 # $d is this call's temp dir (a local): expand it now
 	trap "rm -rf '$d'" RETURN
 	mkdir -p "$d/include"
 	cp -r kernel "$d/" && cp -r include/uapi "$d/include/" || return 1
@@ -112,7 +172,8 @@ builds_for() { # KVER NO_ODP
 	rm -f "$d"/kernel/*.o "$d"/kernel/*.ko "$d"/kernel/.*.cmd \
 		"$d"/kernel/*.mod* "$d"/kernel/modules.order
 	out=$(make -s -j"$(nproc)" -C "$kdir" M="$d/kernel" W=1 \
-		SROCE_NO_ODP=$odp modules 2>&1 | grep -v 'Skipping BTF generation')
+		SROCE_NO_ODP="$odp" "${@:3}" modules 2>&1 |
+		grep -v 'Skipping BTF generation')
 	[ -z "$out" ] || { echo "$out"; return 1; }
 	[ -f "$d/kernel/sroce.ko" ] || { echo "no sroce.ko"; return 1; }
 	[ $odp = 0 ] || [ ! -f "$d/kernel/sroce_odp.o" ] ||
@@ -280,12 +341,17 @@ pkg_suite() {
 
 host_test "make install/uninstall layout" install_layout
 host_test "kernel-doc: 0 warnings in kernel/" kernel_doc_clean
+host_test "checkpatch --strict: 0 findings in kernel/ and the uAPI header" \
+	checkpatch_clean
+host_test "shellcheck -S warning: 0 findings in scripts/ and tests/" \
+	shellcheck_clean
 # The kernel make all built for: with ODP there, without it here. Every
 # other kernel with headers (scripts/host/kver.sh --list: 6.12 and 6.12-rt
 # where install-deps.sh installed them) with ODP, as its config has it.
 # The debug kernel is make check-debug's, which builds for it.
 kv_built=${KVER:-$(scripts/host/kver.sh)}
 host_test "make all: no warnings (sroce.ko for $kv_built, W=1)" built_clean
+host_test "sparse: 0 findings in sroce.ko for $kv_built" sparse_clean
 host_test "sroce.ko builds for $kv_built without ODP, no warnings" \
 	builds_for "$kv_built" 1
 for kv in $(scripts/host/kver.sh --list); do

@@ -19,7 +19,6 @@
 # suite.
 # A changed configuration fragment (below) or source version rebuilds.
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${SROCE_CACHE:-/var/cache/sroce}/debug
 [ "${1:-}" = --path ] && { echo "$cache"; exit 0; }
 

@@ -24,6 +24,7 @@ pkgs=(
 	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli
 	tshark python3-scapy
 	dpkg-dev debhelper dh-dkms dkms fakeroot lintian man-db
+	sparse shellcheck linux-source-6.1
 )
 [ $# -gt 0 ] || set -- 6.1
 for k in "$@"; do

@@ -28,7 +28,7 @@
 # DIR/dmesg, DIR/rc, and anything COMMAND writes to /tmp/out in the guest.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-out= timeout=1200 nic=user,restrict=on mac=52:54:00:12:34:56
+out='' timeout=1200 nic=user,restrict=on mac=52:54:00:12:34:56
 ip4=10.0.2.15/24 ip6=fd00:5e::15/64 name=sroce-vm mem=2048 root=/
 while [ $# -gt 0 ]; do
 	case "$1" in

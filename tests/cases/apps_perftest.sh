@@ -1,5 +1,6 @@
 # perftest over sroce0 (short runs, client and server in the VM): write,
 # read, send and atomic bandwidth, write and send latency, MTU 1024 and 4096.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'set_mtu eth0 1500' EXIT
 set_mtu eth0 9000
@@ -8,8 +9,8 @@ link_add sroce0 eth0
 # coefficient ... Can't produce a report") when TCG timing is too noisy:
 # only that is retried, up to three times.
 pair() {
-	local try srv port out rc
-	for try in 1 2 3; do
+	local srv port out rc
+	for _ in 1 2 3; do
 		port=$((19000 + RANDOM % 1000))
 		srv=$(mktemp)
 		timeout "$(tmo 90)" "$@" -p $port > "$srv" 2>&1 &

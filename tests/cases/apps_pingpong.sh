@@ -3,6 +3,7 @@
 # ibv_ud_pingpong (address handles, GRH) with 1 KB and 4 KB messages, and
 # ibv_srq_pingpong (8 QPs on one SRQ) and ibv_xsrq_pingpong (XRC), polling
 # and with completion events.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'set_mtu eth0 1500' EXIT
 set_mtu eth0 9000

@@ -8,6 +8,7 @@
 # refused bind neither the window's old key nor the one the bind would have
 # given lets a byte land, and the window still binds; a good handle imports
 # and unimports without touching its object. Nothing is left afterwards.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 run_each sroce-badargs sroce0 rereg_future_flags rereg_no_flags rereg_access_without_flag \

@@ -5,6 +5,7 @@
 # answers counts each transport timeout, each packet dropped for want of a
 # QP and the retry-exceeded error; a missing receive with rnr_retry 0 counts
 # an RNR NAK each way.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 stat() { # NAME: the counter's value

@@ -2,6 +2,7 @@
 # and down, arming, completion channels; "rdma resource show cq" gives each
 # CQ's size after each resize and the QP references it has, and shows none
 # left.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" cq sroce0 || fail "CQ checks"

@@ -1,4 +1,5 @@
 # Device and port attributes as libibverbs reports them through our provider.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 out=$("$check" attrs sroce0) || fail "attribute checks failed"

@@ -1,5 +1,6 @@
 # The GID table holds a RoCEv2 GID for each address of the netdev and
 # follows addresses as they are added and removed (IPv4 and IPv6).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'ip addr del 10.0.2.99/24 dev eth0 2>/dev/null; ip addr del fd00:5e::99/64 dev eth0 2>/dev/null' EXIT
 link_add sroce0 eth0

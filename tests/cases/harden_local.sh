@@ -10,6 +10,7 @@
 # for chunks in use; another PD's refused binds never make the owner's
 # rereg fail with EBUSY; QPs destroyed while packets arrive; a window key
 # never reaches the map of a later bind (UC WRITEs, RC atomics).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 rnr_imm_pin dereg_mid_write rereg_mid_write \

@@ -21,6 +21,7 @@
 #   whatever the case passes).
 # The first two run again as an unprivileged user (uid/gid 65534), which
 # is who would use them as an attack.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 command -v setpriv >/dev/null ||
 	fail "setpriv (util-linux) missing: cannot run as an unprivileged user"

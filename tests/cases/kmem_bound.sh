@@ -5,6 +5,7 @@
 # kmem_bytes and "rdma resource show cq -dd"'s kmem say what is held, and
 # all of it goes with the objects. sroce-check kmem sets the parameters;
 # they are put back here.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 params=/sys/module/sroce/parameters
 link_add sroce0 eth0

@@ -1,4 +1,5 @@
 # rdma link add creates sroce0 on eth0; delete removes it; it can be re-added.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 rdma link show sroce0/1 | grep -q 'state ACTIVE .*netdev eth0' ||

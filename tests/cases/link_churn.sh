@@ -1,6 +1,7 @@
 # Links come and go while their netdevs are removed at the same moment, and
 # the module is unloaded while a netdev removal is still being processed:
 # every path ends with no device left and a clean kernel log.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'for i in $(seq 0 9); do ip link del ca$i 2>/dev/null; done' EXIT
 for round in $(seq 1 10); do
@@ -21,5 +22,6 @@ ip link add ca9 type veth peer name cb9
 link_add sroce9 ca9
 ip link del ca9 & rmmod sroce; wait
 sroce_loaded && fail "rmmod sroce failed"
-ls /sys/class/infiniband | grep -q sroce && fail "devices left after rmmod"
+compgen -G '/sys/class/infiniband/*sroce*' >/dev/null &&
+	fail "devices left after rmmod"
 true

@@ -1,4 +1,5 @@
 # A second sroce link on the same netdev is refused with EEXIST.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 out=$(rdma link add sroce1 type sroce netdev eth0 2>&1) &&

@@ -1,4 +1,5 @@
 # Removing the netdev removes the sroce device bound to it.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link del va 2>/dev/null' EXIT
 ip link add va type veth peer name vb || fail "cannot create veth"

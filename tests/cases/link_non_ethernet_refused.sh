@@ -1,4 +1,5 @@
 # sroce refuses netdevs that are not Ethernet (here: loopback) with EINVAL.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 out=$(rdma link add sroce9 type sroce netdev lo 2>&1) &&
 	fail "a link on lo was accepted"

@@ -1,4 +1,5 @@
 # Two links on two netdevs live side by side and are deleted independently.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link del va 2>/dev/null' EXIT
 ip link add va type veth peer name vb || fail "cannot create veth"

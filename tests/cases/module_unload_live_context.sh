@@ -1,5 +1,6 @@
 # rmmod with two devices and an open context removes both devices cleanly;
 # the application sees DEVICE_FATAL; the module loads again afterwards.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 out=$(mktemp); trap 'rm -f "$out"; ip link del va 2>/dev/null' EXIT
 ip link add va type veth peer name vb || fail "cannot create veth"

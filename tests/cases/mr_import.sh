@@ -3,6 +3,7 @@
 # commands: everything it does goes through ioctl methods), moving data with
 # the imported MR as local buffer and as remote target; afterwards the
 # owner deregisters and nothing is left in rdma resource.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 out=$(timeout "$(tmo 120)" "$repo/tests/bin/sroce-import" sroce0 2>&1) ||

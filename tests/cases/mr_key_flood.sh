@@ -5,6 +5,7 @@
 # counted in its rkey_* counter, and not one byte of registered memory
 # changes (tests/src/sroce_keyflood.cpp). A WRITE with the right key lands
 # first, so the refusals are the keys'.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 peer_ns atk vk0 10.88.0
 link_add srk vk0

@@ -5,6 +5,7 @@
 # (REM_ACCESS_ERR, nothing written); an MR whose iova range ends at
 # 2^64 - 1 works to its last byte and nothing wraps; addresses near 2^64
 # are refused; a 1 GiB MR carries traffic.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 keys_unpredictable stale_rkey mr_top_iova big_mr

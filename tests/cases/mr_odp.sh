@@ -24,6 +24,7 @@
 # exits while WRITEs into its ODP MR keep coming: those before land, then
 # the requester's WRITEs fail (never hang), and the process's objects are
 # gone.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 odp advise res_mr odp_more odp_atomic_write \

@@ -6,6 +6,7 @@
 # a QP moved to RESET leaves no completions behind (applications restate
 # QPs after a failed rereg test); on explicit and implicit ODP MRs, access,
 # PD and translation changes in place too (rereg_odp).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 reset_cleans_cq rereg_access rereg_pd rereg_trans \

@@ -8,6 +8,7 @@
 # window, an MR, another generation's key): an error completion, no byte
 # moved, every key still good. A type 2 bind naming a window that is gone,
 # or an MR's key as a window: MW_BIND_ERR, nothing changes.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 mw_type1 mw_type1_zero_based mw_type2 \

@@ -11,6 +11,7 @@
 #   to init_net (ib_core creates every device there) until "rdma dev set
 #   NAME netns NS" moves it; moved, it runs the same traffic, and deleting
 #   its namespace under traffic leaves nothing.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 tmp=$(mktemp -d)
 cleanup() {
@@ -74,7 +75,7 @@ gid_index() {
 # every device is visible everywhere) both run in init_net (TCP over lo),
 # so that they do not keep na and nb alive.
 pingpong() {
-	local ga gb sa= sb= addr=127.0.0.1 port=$((18000 + RANDOM % 1000))
+	local ga gb sa='' sb='' addr=127.0.0.1 port=$((18000 + RANDOM % 1000))
 
 	[ "$APPS" = ns ] && sa=na sb=nb addr=10.77.0.1
 	wait_for 20 gid_index "$sa" "$1" 10.77.0.1 >/dev/null ||
@@ -114,7 +115,10 @@ descendants() {
 
 # kill_tree PID: kill PID and everything under it
 kill_tree() {
-	kill -9 $(descendants "$1") 2>/dev/null
+	local pids
+	# (no process substitution: the guest has no /dev/fd)
+	mapfile -t pids <<<"$(descendants "$1")"
+	kill -9 "${pids[@]}" 2>/dev/null
 }
 
 # pstack_of PID: where a process and its children wait

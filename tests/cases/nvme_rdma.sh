@@ -3,6 +3,7 @@
 # IB_WR_REG_MR, local and remote invalidation, rdma_cm). 64 MiB of random
 # data written to a file-backed namespace and read back must match; then
 # disconnect and unload.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 nqn=nqn.2026-11.org.sroce:test
 cfg=/sys/kernel/config/nvmet
@@ -42,7 +43,7 @@ out=$(timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
 	--hostid=5e5e5e5e-0000-4000-8000-000000000001 2>&1) ||
 	fail "nvme connect: $out (dmesg: $(dmesg | tail -5))"
 dev=
-for i in $(seq 50); do
+for _ in $(seq 50); do
 	for c in /sys/class/nvme/nvme*; do
 		[ "$(cat $c/subsysnqn 2>/dev/null)" = $nqn ] || continue
 		for n in $c/nvme*n1 /sys/block/$(basename $c)n1; do

@@ -10,6 +10,7 @@
 # the pages the process gave up (kept reachable through a second mapping,
 # where mremap moved them, or in the forked child's copy), and a refused
 # WRITE leaves nothing outside its range. Afterwards nothing is left.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 run_each sroce-odpchurn sroce0 churn_dontneed churn_mremap churn_munmap \

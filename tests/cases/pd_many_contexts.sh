@@ -1,4 +1,5 @@
 # PDs allocate and free in many contexts at once; none are left behind.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 "$check" pds sroce0 16 64 || fail "PD allocation across 16 contexts"

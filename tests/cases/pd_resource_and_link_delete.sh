@@ -1,6 +1,7 @@
 # rdma resource shows a live context's PDs; "rdma link delete" with the
 # context still open completes, the application gets DEVICE_FATAL and can
 # still free its objects and close the device.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 out=$(mktemp); trap 'rm -f "$out"' EXIT
 link_add sroce0 eth0

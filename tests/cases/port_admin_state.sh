@@ -1,4 +1,5 @@
 # The port is DOWN/DISABLED while the netdev is down, ACTIVE/LINK_UP when up.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'ip link set eth0 up' EXIT
 link_add sroce0 eth0

@@ -1,5 +1,6 @@
 # Losing and regaining carrier moves the port DOWN and ACTIVE and delivers
 # IBV_EVENT_PORT_ERR then IBV_EVENT_PORT_ACTIVE to applications.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 ev=$(mktemp)
 trap 'ip link del va 2>/dev/null; rm -f "$ev"' EXIT

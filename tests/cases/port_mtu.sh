@@ -1,4 +1,5 @@
 # active_mtu follows the netdev MTU less the RoCEv2 headers.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'set_mtu eth0 1500' EXIT
 link_add sroce0 eth0

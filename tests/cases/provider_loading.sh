@@ -1,5 +1,6 @@
 # libibverbs loads libsroce for sroce devices: ibv_devinfo shows the
 # firmware version our provider formats and the port as RoCE.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 out=$(ibv_devinfo -v -d sroce0) || fail "ibv_devinfo failed"

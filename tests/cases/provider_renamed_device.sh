@@ -1,4 +1,5 @@
 # A renamed sroce device is still served by our provider.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 rdma dev set sroce0 name roce7 || fail "rdma dev set name"

@@ -1,6 +1,7 @@
 # rdma_cm over sroce0 in one VM (connection management MADs on the GSI QP,
 # QP1, looped back through the device): rping with data verification,
 # ucmatose (RC connections, sends), udaddy (UD), rdma_server/rdma_client.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 modprobe rdma_ucm || fail "modprobe rdma_ucm"
 link_add sroce0 eth0
@@ -17,11 +18,11 @@ listening() { rdma resource show cm_id | grep -q 'state LISTEN'; }
 pair() {
 	local srv out
 	srv=$(mktemp)
-	timeout $(tmo 60) $1 > "$srv" 2>&1 &
+	timeout "$(tmo 60)" $1 > "$srv" 2>&1 &
 	local pid=$!
 	wait_for 10 listening ||
 		fail "$1 does not listen: $(rdma resource show cm_id)"
-	out=$(timeout $(tmo 60) $2 2>&1) ||
+	out=$(timeout "$(tmo 60)" $2 2>&1) ||
 		fail "$2: $out"$'\n'"server ($1): $(cat "$srv")"
 	wait $pid || fail "$1: $(cat "$srv")"$'\n'"client: $out"
 	rm -f "$srv"

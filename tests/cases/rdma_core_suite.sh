@@ -3,6 +3,7 @@
 # every outcome as tests/rdma-core-expected.txt lists it (the skips are for
 # other vendors' features: mlx5, EFA, device memory, ...).
 # test_rdmacm runs the CM over sroce's GSI QP (rdma_ucm).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 [ -d "$repo/build/rdma-core-tests" ] ||
 	fail "build/rdma-core-tests missing: scripts/rdma-core-tests.sh prepare"

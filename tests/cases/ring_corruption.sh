@@ -9,6 +9,7 @@
 # no room for the new ring (EINVAL) or cannot be written (EFAULT) leaves the
 # CQ on the ring the provider has mapped: no completion is lost. Everything
 # still tears down.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 bad=

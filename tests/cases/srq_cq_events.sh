@@ -7,6 +7,7 @@
 # in order, bytes checked), and
 # ibv_create_ah(3) with a GID index past the table, no GRH or another port
 # (EINVAL).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 xfer_all sroce0 rc 1024 srq_limit cq_overflow ah_refused cq_resize_pending

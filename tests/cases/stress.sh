@@ -8,6 +8,7 @@
 # KiB WRITEs into an MR that ibv_rereg_mr(CHANGE_TRANSLATION) keeps moving
 # between two buffers, none of them split between the two. A thread without
 # progress for 20 s fails it. Afterwards nothing is left in rdma resource.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 link_add sroce0 eth0
 secs=${1:-60}

@@ -18,6 +18,7 @@
 # many as fit in the case's time limit (said if fewer). The time each takes
 # is printed. Then one seed as an unprivileged user (uid/gid 65534), who
 # would be the attacker.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 command -v setpriv >/dev/null ||
 	fail "setpriv (util-linux) missing: cannot run as an unprivileged user"

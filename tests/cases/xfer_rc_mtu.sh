@@ -1,4 +1,5 @@
 # RC data moves at every path MTU from 256 to 4096 (netdev MTU 9000).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 trap 'set_mtu eth0 1500' EXIT
 set_mtu eth0 9000

@@ -10,6 +10,7 @@
 # of each request and an RC QP of the initiator's PD lands the same WRITE,
 # so the drops are the QP types'. Its own link, veth, namespace and subnet:
 # it cannot meet mr_key_flood.sh's.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 peer_ns atkx vx0 10.88.1
 link_add srx vx0

@@ -3,6 +3,7 @@
 # an unloaded module's counts), copied to /tmp/out/gcov for the host, where
 # scripts/host/coverage.sh reads them with the module's build. Runs last,
 # after kmemleak.sh, in make check-debug only.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 g=/sys/kernel/debug/gcov
 [ -d $g ] || fail "$g missing: not a kernel with CONFIG_GCOV_KERNEL"

@@ -15,6 +15,7 @@
 # probability stays 0: only the program's own thread, through
 # /proc/thread-self/fail-nth, has anything failed. Each knob is put back as
 # it was on exit.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 dbg=/sys/kernel/debug
 [ -e /proc/thread-self/fail-nth ] || fail "/proc/thread-self/fail-nth" \

@@ -3,6 +3,7 @@
 # leaked MR map, umem, QP, skb, ...). Runs last, in make check-debug only:
 # it needs a kernel with CONFIG_DEBUG_KMEMLEAK (scripts/guest/guest-check.sh
 # cleared the suspects of the boot before the first case).
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 k=/sys/kernel/debug/kmemleak
 [ -w $k ] || fail "$k missing: not a kernel with kmemleak"

@@ -14,6 +14,7 @@
 #  - a new RC connection moves data afterwards (ibv_rc_pingpong, checked).
 # Last, on a kernel with kmemleak, the injector unloads everything and
 # finds nothing leaked. Runs last in its pair suite: it unloads sroce.
+# shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
@@ -50,6 +51,7 @@ do_rmmod() { timeout "$(tmo 60)" rmmod sroce; }
 # inject NAME PORT ACTION: the injector's side of one fault
 inject() {
 	local name=$1 port=$2 action=$3 rx0 out=/tmp/out/fault-$2.log msg=
+	# shellcheck disable=SC2034 # read by the eval'd condition of wait_for below
 	rx0=$(counter rcvd_pkts)
 	ib_write_bw -d "$dev" -x "$gidx" -p "$port" $bw_args > "$out" 2>&1 &
 	pid=$!
@@ -84,8 +86,8 @@ inject() {
 
 # observe NAME PORT: the other side, whose stream must fail, not hang
 observe() {
-	local name=$1 port=$2 out rc i msg=
-	for i in $(seq 60); do
+	local name=$1 port=$2 out rc msg=
+	for _ in $(seq 60); do
 		out=$(timeout "$(tmo 120)" ib_write_bw -d "$dev" -x "$gidx" \
 			-p "$port" $bw_args "$PEER4" 2>&1); rc=$?
 		grep -qiE "couldn't connect|unable to init the socket|refused" \

@@ -6,6 +6,7 @@
 # server and once with VM b. First, VM a captures a short mix of RC, UC
 # and UD traffic of both sides over IPv4 and IPv6, which must decode as
 # RoCEv2 with correct ICRCs.
+# shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }

@@ -2,6 +2,7 @@
 # Helpers for the two-VM tests (sourced by tests/pair/*.sh in each guest of
 # scripts/host/vm-pair.sh). $ROLE is a or b, $PEER4 the other VM's address, $MY4
 # this VM's, $KIND (sroce or rxe) the RDMA device this VM brings up.
+# shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 # rdma_up: bring up $KIND on eth0; sets $dev and $gidx (the RoCEv2 GID of
@@ -19,6 +20,7 @@ rdma_up() {
 			return 1 ;;
 	*) echo "unknown KIND $KIND" >&2; return 1 ;;
 	esac
+	# shellcheck disable=SC2034 # $gidx is for the tests/pair scripts that source this
 	gidx=$(roce_v2_gid_index "$dev" "$MY4") || {
 		echo "$dev has no RoCEv2 GID for $MY4" >&2; return 1; }
 }
@@ -59,11 +61,11 @@ stuck_report() {
 # $STEP_LIMIT seconds (120 unless set), stretched by tmo.
 passed=0 failed=0
 step() {
-	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc i start=$SECONDS
+	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc start=$SECONDS
 	if [ "$ROLE" = "$srole" ]; then
 		out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$scmd" 2>&1); rc=$?
 	else
-		for i in $(seq 60); do
+		for _ in $(seq 60); do
 			out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$ccmd" 2>&1); rc=$?
 			[ $rc = 0 ] && break
 			# The server is not listening yet: try again.

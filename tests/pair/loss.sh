@@ -5,6 +5,7 @@
 # then with netem dropping, reordering and duplicating RoCE packets on both
 # sides; then UC under the same loss, and RC again with MTU 9000 (RoCE MTU
 # 4096). $KIND is this VM's device (sroce or rxe), $PEER_KIND the other's.
+# shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 wire=$repo/tests/bin/sroce-wire
 mkdir -p /tmp/out

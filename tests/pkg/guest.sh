@@ -59,7 +59,7 @@ pingpong() { # PROGRAM ARGS...: server and client over localhost, -c
 	rm -f "$srv"
 	return $rc
 }
-man_page() { MANPAGER=cat man 7 sroce 2>/dev/null | grep -q 'rdma link add'; }
+man_page() { MANPAGER='cat' man 7 sroce 2>/dev/null | grep -q 'rdma link add'; }
 unload() {
 	rdma link delete sroce0 && rmmod sroce && not_loaded
 }
