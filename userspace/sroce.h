@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 #include <pthread.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -256,6 +257,46 @@ ibv_qp *open_qp(ibv_context *ibctx, ibv_qp_open_attr *attr) noexcept;
 int bind_mw(ibv_qp *ibqp, ibv_mw *mw, ibv_mw_bind *mw_bind) noexcept;
 int post_send(ibv_qp *ibqp, ibv_send_wr *wr, ibv_send_wr **bad_wr) noexcept;
 int post_recv(ibv_qp *ibqp, ibv_recv_wr *wr, ibv_recv_wr **bad_wr) noexcept;
+// The send path, shared by ibv_post_send and ibv_bind_mw (qp.cpp) and the
+// ibv_wr_* API (qp_wr.cpp). WQEs are written and published under the QP's
+// sq_lock, which publish_sends() releases.
+bool can_send(const qp *q);
+bool ring_full(const ring &r, uint32_t prod);
+bool opcode_allowed(ibv_qp_type type, ibv_wr_opcode opcode);
+int publish_sends(qp *q, uint32_t start) noexcept;
+sroce_send_wqe *wqe_begin(qp *q, ibv_wr_opcode opcode, uint64_t wr_id,
+			  unsigned int flags) noexcept;
+int wqe_set_sges(const qp *q, sroce_send_wqe *wqe, const ibv_sge *sg,
+		 size_t n) noexcept;
+void wqe_set_ud(sroce_send_wqe *wqe, ibv_ah *ibah, uint32_t remote_qpn,
+		uint32_t remote_qkey) noexcept;
+void wqe_set_bind(sroce_send_wqe *wqe, const ibv_mw *mw, uint32_t new_key,
+		  const ibv_mw_bind_info &info) noexcept;
+// Inline data follows the header, copied now. Return: 0 or EINVAL.
+template <typename Buf, typename Addr, typename Len>
+int wqe_set_inline(const qp *q, sroce_send_wqe *wqe, const Buf *bufs,
+		   size_t n, Addr addr_of, Len len_of) noexcept
+{
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += len_of(bufs[i]);
+	if (total > q->cap.max_inline_data)
+		return EINVAL;
+	char *dst = reinterpret_cast<char *>(wqe + 1);
+	for (size_t i = 0; i < n; i++) {
+		memcpy(dst, addr_of(bufs[i]), len_of(bufs[i]));
+		dst += len_of(bufs[i]);
+	}
+	wqe->inline_len = total;
+	wqe->num_sge = 0;
+	wqe->send_flags |= IBV_SEND_INLINE;
+	return 0;
+}
+
+// qp_wr.cpp: the ibv_wr_* API
+uint64_t supported_send_ops(ibv_qp_type type);
+// Installs the ibv_wr_* operations in @q's ibv_qp_ex.
+void set_ex_ops(qp *q);
 
 // srq.cpp
 ibv_srq *create_srq(ibv_pd *ibpd, ibv_srq_init_attr *attr) noexcept;
