@@ -14,6 +14,7 @@ elif [ "$qrc" != 0 ]; then
 	echo "vm: FAIL: qemu exited with status $qrc"; cat "$out/qemu.log"
 	fail=1
 fi
+# shellcheck source=SCRIPTDIR/../kernel-reports.sh
 . "$(dirname "$0")/../kernel-reports.sh"
 # The kernel log as the guest streamed it from /dev/kmsg (nothing lost to a
 # wrapped ring), and the dmesg and console it left at the end.
