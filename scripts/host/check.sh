@@ -1,7 +1,8 @@
 #!/bin/bash
 # make check: the one entry point of the tests, on this machine (the host).
 # It builds, then runs, in this order:
-#   1. the host checks (make install/uninstall, kernel-doc), here;
+#   1. the host checks (make install/uninstall, kernel-doc, checkpatch,
+#      sparse, shellcheck, the kernel's layers), here;
 #   2. the pair suites: two VMs each (scripts/host/vm-pair.sh), both
 #      running tests/pair/*.sh, sroce against sroce and against rdma_rxe;
 #   3. the one-VM suite: scripts/host/vm.sh boots one VM whose runner,
@@ -90,6 +91,13 @@ kernel_doc_clean() {
 	done
 	out=$("$kd" -none "${src[@]}" 2>&1) || { echo "$kd failed:"; echo "$out"; return 1; }
 	[ -z "$out" ] || { echo "$kd:"; echo "$out"; return 1; }
+}
+
+# The kernel's files call and include down their layers, but for the
+# arrows Documentation/architecture.md lists, at most 12 of them
+# (scripts/host/layers.py, on make all's objects).
+layers_checked() {
+	python3 scripts/host/layers.py --max 12
 }
 
 # checkpatch.pl --strict: 0 findings in kernel/ and the uAPI header. It
@@ -352,6 +360,8 @@ host_test "shellcheck -S warning: 0 findings in scripts/ and tests/" \
 kv_built=${KVER:-$(scripts/host/kver.sh)}
 host_test "make all: no warnings (sroce.ko for $kv_built, W=1)" built_clean
 host_test "sparse: 0 findings in sroce.ko for $kv_built" sparse_clean
+host_test "layers: the kernel's calls run down, but for those architecture.md lists" \
+	layers_checked
 host_test "sroce.ko builds for $kv_built without ODP, no warnings" \
 	builds_for "$kv_built" 1
 for kv in $(scripts/host/kver.sh --list); do
