@@ -59,6 +59,9 @@ CONFIG_IPV6=y
 CONFIG_VETH=m
 CONFIG_NET_SCHED=y
 CONFIG_NET_SCH_NETEM=m
+# loss.sh puts netem on RoCE only: a prio qdisc and a u32 filter.
+CONFIG_NET_SCH_PRIO=m
+CONFIG_NET_CLS_U32=m
 CONFIG_PACKET=y
 # RDMA: ib_core, uverbs, ODP, rdma_cm, rdma_rxe for interop.
 CONFIG_INFINIBAND=m
@@ -155,13 +158,22 @@ if [ -f "$cache/stamp" ] && [ "$(cat "$cache/stamp")" = "$stamp" ] &&
 	exit 0
 fi
 
-echo "debug-kernel: building $srcpkg $ver with KASAN/lockdep/UBSAN/kmemleak (about an hour on 2 cores)" >&2
-rm -rf "$cache"
-mkdir -p "$cache"
-tar -C "$cache" -xf "$(src_tar)"
-src=$(echo "$cache"/linux-source-6.1)
+src=$cache/linux-source-6.1
 build=$cache/build
-mkdir -p "$build"
+# The same source with another fragment: the tree is kept, and Kbuild
+# rebuilds only what the changed options reach (minutes, for a module or
+# two). Another source version, or no tree: from scratch.
+if [ -f "$cache/stamp" ] && [ "$(cut -d' ' -f1 "$cache/stamp")" = "$ver" ] &&
+   [ -f "$build/.config" ] && [ -d "$src" ]; then
+	echo "debug-kernel: the configuration changed: rebuilding $srcpkg $ver in place" >&2
+	rm -f "$cache/stamp"
+else
+	echo "debug-kernel: building $srcpkg $ver with KASAN/lockdep/UBSAN/kmemleak (about an hour on 2 cores)" >&2
+	rm -rf "$cache"
+	mkdir -p "$cache"
+	tar -C "$cache" -xf "$(src_tar)"
+	mkdir -p "$build"
+fi
 fragment > "$cache/fragment.config"
 make -s -C "$src" O="$build" defconfig >&2
 make -s -C "$src" O="$build" kvm_guest.config >&2
