@@ -20,61 +20,12 @@
 
 #include <rdma/sroce-abi.h>
 
+#include "sroce_counters.h"
 #include "sroce_hdr.h"
 #include "sroce_kmem.h"
 #include "sroce_mem_api.h"
 #include "sroce_param.h"
 #include "sroce_queue.h"
-
-/*
- * Port counters ("rdma statistic show link DEV/1"); names in sroce_verbs.c.
- * Packets and bytes count the RoCEv2 payload, headers excluded.
- */
-enum sroce_counter {
-	SROCE_CNT_SENT_PKTS,
-	SROCE_CNT_SENT_BYTES,
-	SROCE_CNT_RCVD_PKTS,
-	SROCE_CNT_RCVD_BYTES,
-	SROCE_CNT_RETRANSMITS,		/* go-back resends (NAK, timeout, RNR) */
-	SROCE_CNT_TIMEOUTS,		/* transport timer expiries */
-	SROCE_CNT_RETRY_EXCEEDED,
-	SROCE_CNT_RNR_RETRY_EXCEEDED,
-	SROCE_CNT_DUP_REQ,		/* duplicate requests answered */
-	SROCE_CNT_OUT_OF_SEQ_REQ,	/* requests ahead of the expected PSN */
-	SROCE_CNT_NAK_SEQ_SENT,
-	SROCE_CNT_NAK_INV_SENT,
-	SROCE_CNT_NAK_ACCESS_SENT,
-	SROCE_CNT_NAK_OP_SENT,
-	SROCE_CNT_RNR_NAK_SENT,
-	SROCE_CNT_NAK_SEQ_RCVD,
-	SROCE_CNT_NAK_INV_RCVD,
-	SROCE_CNT_NAK_ACCESS_RCVD,
-	SROCE_CNT_NAK_OP_RCVD,
-	SROCE_CNT_RNR_NAK_RCVD,
-	SROCE_CNT_ICRC_ERR,		/* dropped: bad ICRC */
-	SROCE_CNT_DROP_MALFORMED,	/* dropped: opcode, header or length */
-	SROCE_CNT_DROP_NO_QP,		/* dropped: no such QP */
-	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
-	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
-	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
-	SROCE_CNT_DROP_UC_MSG,		/* UC packets dropped: bad, or no message */
-	SROCE_CNT_DROP_RX_FULL,		/* dropped: the QP's receive queue full */
-	SROCE_CNT_DROP_BAD_QKEY,	/* dropped: a UD Q_Key not the QP's */
-	SROCE_CNT_DROP_NO_RWQE,		/* dropped: UD/UC, no receive WQE */
-	SROCE_CNT_DROP_NO_MEM,		/* dropped: no memory for a copy */
-	/* Remote accesses refused, by why (RC: NAKed; UC: dropped) */
-	SROCE_CNT_RKEY_INVALID,		/* no MR or window has the key */
-	SROCE_CNT_RKEY_STALE_TAG,	/* the index of one, another tag */
-	SROCE_CNT_RKEY_ACCESS,		/* another PD's, or access not granted */
-	SROCE_CNT_RKEY_RANGE,		/* bytes outside the key's range */
-	/* ODP pages: faulted in by accesses, taken by the MMU, prefetched */
-	SROCE_CNT_ODP_FAULTS,
-	SROCE_CNT_ODP_INVALIDATED,
-	SROCE_CNT_ODP_PREFETCHED,
-	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
-	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
-	SROCE_NUM_COUNTERS,
-};
 
 struct sroce_net;
 

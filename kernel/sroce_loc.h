@@ -129,6 +129,5 @@ extern const struct uapi_definition sroce_uapi_defs[];
 
 /* sroce_verbs.c */
 int sroce_register_device(struct sroce_dev *sdev, const char *ibdev_name);
-const char *sroce_counter_name(enum sroce_counter c);
 
 #endif /* SROCE_LOC_H */

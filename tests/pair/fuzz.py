@@ -114,7 +114,7 @@ UD_OPS = (0x64, 0x65)
 NOT_UD = [op for op in VALID if op not in UD_OPS]
 CNP = 0x81
 
-# Counters of the victim's device (kernel/sroce_verbs.c) a packet may
+# Counters of the victim's device (kernel/sroce_counters.c) a packet may
 # count in. "door" is any of those sroce_rcv() counts before a QP is found.
 DOOR = ('drop_malformed', 'drop_icrc_err', 'drop_no_qp')
 DISPOSITION = ('drop_icrc_err', 'drop_malformed', 'drop_no_qp',
