@@ -488,6 +488,31 @@ static inline struct sroce_cq *to_scq(struct ib_cq *ibcq)
 			  __cq->ibcq.res.id, ##__VA_ARGS__);		\
 	} while (0)
 
+/*
+ * A drop (a packet, or a remote access refused): counted in @cnt and traced
+ * by one debug line that begins with the counter's name, as "rdma
+ * statistic" shows it, then the site's details; sroce_drop_qp() names the
+ * QP next: "drop_qp_state: qp#QPN: ...".
+ */
+#define sroce_drop(sdev, cnt, fmt, ...)					\
+	do {								\
+		struct sroce_dev *__sdev = (sdev);			\
+		enum sroce_counter __cnt = (cnt);			\
+									\
+		sroce_count(__sdev, __cnt);				\
+		sroce_dbg_dev(__sdev, "%s: " fmt,			\
+			      sroce_counter_name(__cnt), ##__VA_ARGS__);	\
+	} while (0)
+
+#define sroce_drop_qp(qp, cnt, fmt, ...)				\
+	do {								\
+		const struct sroce_qp *__dqp = (qp);			\
+									\
+		sroce_drop(to_sdev(__dqp->ibqp.device), cnt,		\
+			   "qp#%u: " fmt, __dqp->ibqp.qp_num,		\
+			   ##__VA_ARGS__);				\
+	} while (0)
+
 /* Drop a reference to @qp (struct sroce_qp.ref); the last one wakes destroy. */
 static inline void sroce_qp_put(struct sroce_qp *qp)
 {

@@ -372,9 +372,9 @@ static void sroce_comp_ack(struct sroce_qp *qp, struct sk_buff *skb)
 		break;
 	default:
 		/* a reserved AETH type */
-		sroce_count(sdev, SROCE_CNT_DROP_MALFORMED);
-		sroce_dbg_qp(qp, "psn %u dropped: reserved AETH syndrome %#x\n",
-			     psn, syndrome);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_MALFORMED,
+			      "psn %u dropped: reserved AETH syndrome %#x\n",
+			      psn, syndrome);
 		return;
 	}
 
@@ -539,16 +539,15 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	if (!sroce_qp_takes_responses(qp) ||
 	    SROCE_OP_TRANSPORT(opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_sends(qp)) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		sroce_dbg_qp(qp, "response %#x psn %u dropped: QP type or state %d\n",
-			     opcode, SROCE_PKT(skb)->psn, qp->attr.qp_state);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
+			      "response %#x psn %u dropped: QP type or state %d\n",
+			      opcode, SROCE_PKT(skb)->psn, qp->attr.qp_state);
 		return;
 	}
 	if (!sroce_comp_psn_valid(qp, SROCE_PKT(skb)->psn)) {
-		sroce_count(to_sdev(qp->ibqp.device),
-			    SROCE_CNT_DROP_GHOST_RESP);
-		sroce_dbg_qp(qp, "response %#x psn %u dropped: not for a request outstanding\n",
-			     opcode, SROCE_PKT(skb)->psn);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_GHOST_RESP,
+			      "response %#x psn %u dropped: not for a request outstanding\n",
+			      opcode, SROCE_PKT(skb)->psn);
 		return;
 	}
 	/*

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * sroce: the names "rdma statistic" shows for the port counters, which
- * ops.alloc_hw_port_stats hands to ib_core and debug lines print. A leaf:
- * it includes no sroce header but its own and calls no other sroce file.
+ * ops.alloc_hw_port_stats hands to ib_core and a drop's debug line begins
+ * with (sroce_drop()). A leaf: it includes no sroce header but its own and
+ * calls no other sroce file.
  */
 #include <linux/build_bug.h>
 

@@ -158,9 +158,9 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 	grp = sroce_mcast_find(sdev, dgid);
 	/* A group that nobody here joined: no QP takes the packet. */
 	if (!grp || list_empty(&grp->qps)) {
-		sroce_count(sdev, SROCE_CNT_DROP_NO_QP);
-		sroce_dbg_dev(sdev, "multicast to %pI6 dropped: no member here\n",
-			      dgid->raw);
+		sroce_drop(sdev, SROCE_CNT_DROP_NO_QP,
+			   "multicast to %pI6 dropped: no member here\n",
+			   dgid->raw);
 	} else {
 		sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
 		sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES,
@@ -171,20 +171,20 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 			struct sk_buff *copy;
 
 			if (!sroce_task_rx_room(m->qp)) {
-				sroce_count(sdev, SROCE_CNT_DROP_RX_FULL);
-				sroce_dbg_qp(m->qp, "multicast dropped: receive queue full\n");
+				sroce_drop_qp(m->qp, SROCE_CNT_DROP_RX_FULL,
+					      "multicast dropped: receive queue full\n");
 				continue;
 			}
 			/* being destroyed */
 			if (!refcount_inc_not_zero(&m->qp->ref)) {
-				sroce_count(sdev, SROCE_CNT_DROP_QP_STATE);
-				sroce_dbg_qp(m->qp, "multicast dropped: QP destroyed\n");
+				sroce_drop_qp(m->qp, SROCE_CNT_DROP_QP_STATE,
+					      "multicast dropped: QP destroyed\n");
 				continue;
 			}
 			copy = skb_clone(skb, GFP_ATOMIC);
 			if (!copy) {
-				sroce_count(sdev, SROCE_CNT_DROP_NO_MEM);
-				sroce_dbg_qp(m->qp, "multicast dropped: no memory for a copy\n");
+				sroce_drop_qp(m->qp, SROCE_CNT_DROP_NO_MEM,
+					      "multicast dropped: no memory for a copy\n");
 				sroce_qp_put(m->qp);
 				continue;
 			}

@@ -401,9 +401,9 @@ static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
 			 err == -EPERM ? 2 : err == -EACCES ? 3 : 4;
 
 	if (qpn) {
-		sroce_count(sdev, refusals[r].counter);
-		sroce_dbg_dev(sdev, "qp#%u: rkey %#x refused (access %#x, %#llx+%#llx): %s\n",
-			      qpn, key, access, va, len, refusals[r].why);
+		sroce_drop(sdev, refusals[r].counter,
+			   "qp#%u: rkey %#x refused (access %#x, %#llx+%#llx): %s\n",
+			   qpn, key, access, va, len, refusals[r].why);
 	} else {
 		sroce_dbg_dev(sdev, "lkey %#x refused (access %#x, %#llx+%#llx): %s\n",
 			      key, access, va, len, refusals[r].why);

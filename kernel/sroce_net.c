@@ -177,9 +177,8 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	sroce_qp_put(qp);
 	return;
 drop:
-	sroce_count(sdev, why);
-	sroce_dbg_dev(sdev, "received packet of %u bytes dropped: %s\n",
-		      skb->len, sroce_counter_name(why));
+	sroce_drop(sdev, why, "received packet of %u bytes dropped\n",
+		   skb->len);
 	kfree_skb(skb);
 }
 

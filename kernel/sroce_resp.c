@@ -774,14 +774,14 @@ static void sroce_resp_ud(struct sroce_qp *qp, struct sk_buff *skb)
 	 * check), or no receive posted, drops the datagram.
 	 */
 	if (be32_to_cpu(deth->qkey) != qp->attr.qkey) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_BAD_QKEY);
-		sroce_dbg_qp(qp, "datagram dropped: Q_Key %#x is not the QP's\n",
-			     be32_to_cpu(deth->qkey));
+		sroce_drop_qp(qp, SROCE_CNT_DROP_BAD_QKEY,
+			      "datagram dropped: Q_Key %#x is not the QP's\n",
+			      be32_to_cpu(deth->qkey));
 		return;
 	}
 	if (!sroce_resp_take_rwqe(qp)) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
-		sroce_dbg_qp(qp, "datagram dropped: no receive WQE\n");
+		sroce_drop_qp(qp, SROCE_CNT_DROP_NO_RWQE,
+			      "datagram dropped: no receive WQE\n");
 		return;
 	}
 	rwqe = qp->resp.rwqe;
@@ -923,9 +923,9 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 		return;
 	case SROCE_RESP_DROP:
 		/* UC: a message with no receive WQE for it (IBTA 9.9.3) */
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_NO_RWQE);
-		sroce_dbg_qp(qp, "psn %u: UC message dropped: no receive WQE\n",
-			     pkt->psn);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_NO_RWQE,
+			      "psn %u: UC message dropped: no receive WQE\n",
+			      pkt->psn);
 		sroce_resp_abort_msg(qp);
 		return;
 	case SROCE_RESP_RNR:
@@ -953,10 +953,10 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	 */
 	if (!rc && (res == SROCE_RESP_NAK_INV ||
 		    res == SROCE_RESP_NAK_ACCESS)) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_UC_MSG);
-		sroce_dbg_qp(qp, "psn %u: UC message dropped: %s\n", pkt->psn,
-			     res == SROCE_RESP_NAK_INV ? "invalid request" :
-			     "remote access error");
+		sroce_drop_qp(qp, SROCE_CNT_DROP_UC_MSG,
+			      "psn %u: UC message dropped: %s\n", pkt->psn,
+			      res == SROCE_RESP_NAK_INV ? "invalid request" :
+			      "remote access error");
 		return;
 	}
 	/* Class C errors: NAK, then the responder's QP is in error. */
@@ -980,10 +980,9 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 		/* UC: drop the broken message, resync on a first packet. */
 		sroce_resp_abort_msg(qp);
 		if (!(flags & SROCE_OP_FIRST)) {
-			sroce_count(to_sdev(qp->ibqp.device),
-				    SROCE_CNT_DROP_UC_MSG);
-			sroce_dbg_qp(qp, "psn %u (expected %u): UC message dropped\n",
-				     pkt->psn, qp->resp.epsn);
+			sroce_drop_qp(qp, SROCE_CNT_DROP_UC_MSG,
+				      "psn %u (expected %u): UC message dropped\n",
+				      pkt->psn, qp->resp.epsn);
 			return;
 		}
 		qp->resp.epsn = pkt->psn;
@@ -992,10 +991,9 @@ static void sroce_resp_rc(struct sroce_qp *qp, struct sk_buff *skb)
 
 	if (!sroce_resp_in_sequence(qp, flags)) {
 		if (qp->ibqp.qp_type == IB_QPT_UC) {
-			sroce_count(to_sdev(qp->ibqp.device),
-				    SROCE_CNT_DROP_UC_MSG);
-			sroce_dbg_qp(qp, "psn %u: UC opcode %#x out of sequence, message dropped\n",
-				     pkt->psn, pkt->opcode);
+			sroce_drop_qp(qp, SROCE_CNT_DROP_UC_MSG,
+				      "psn %u: UC opcode %#x out of sequence, message dropped\n",
+				      pkt->psn, pkt->opcode);
 			sroce_resp_abort_msg(qp);
 			return;
 		}
@@ -1036,16 +1034,16 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	case IB_QPS_SQE:
 		break;
 	default:
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		sroce_dbg_qp(qp, "request psn %u dropped: QP state %d\n",
-			     pkt->psn, qp->attr.qp_state);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
+			      "request psn %u dropped: QP state %d\n",
+			      pkt->psn, qp->attr.qp_state);
 		return;
 	}
 	if (SROCE_OP_TRANSPORT(pkt->opcode) != sroce_qp_transport(qp) ||
 	    !sroce_qp_takes_requests(qp)) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		sroce_dbg_qp(qp, "request psn %u dropped: opcode %#x not for this QP type\n",
-			     pkt->psn, pkt->opcode);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
+			      "request psn %u dropped: opcode %#x not for this QP type\n",
+			      pkt->psn, pkt->opcode);
 		return;
 	}
 	if (sroce_qp_is_ud(qp)) {

@@ -124,9 +124,9 @@ static void sroce_qp_purge(struct sroce_qp *qp)
 	struct sk_buff *skb;
 
 	while ((skb = skb_dequeue(&qp->rx_queue))) {
-		sroce_count(to_sdev(qp->ibqp.device), SROCE_CNT_DROP_QP_STATE);
-		sroce_dbg_qp(qp, "psn %u dropped: QP in error or destroyed\n",
-			     SROCE_PKT(skb)->psn);
+		sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
+			      "psn %u dropped: QP in error or destroyed\n",
+			      SROCE_PKT(skb)->psn);
 		kfree_skb(skb);
 		sroce_qp_put(qp);
 	}
@@ -168,10 +168,9 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 		if (!skb)
 			return;
 		if (!sroce_qp_pkt_from_peer(qp, skb)) {
-			sroce_count(to_sdev(qp->ibqp.device),
-				    SROCE_CNT_DROP_BAD_SOURCE);
-			sroce_dbg_qp(qp, "psn %u dropped: not from the QP's peer\n",
-				     SROCE_PKT(skb)->psn);
+			sroce_drop_qp(qp, SROCE_CNT_DROP_BAD_SOURCE,
+				      "psn %u dropped: not from the QP's peer\n",
+				      SROCE_PKT(skb)->psn);
 		} else if (sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
 			   SROCE_OP_REQ) {
 			sroce_resp_rcv(qp, skb);
