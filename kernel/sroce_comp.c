@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 /*
  * sroce: the completer - acknowledgements, read responses and atomic
- * acknowledgements complete send WQEs, strictly in SQ order.
+ * acknowledgements complete send WQEs, strictly in SQ order; a QP in
+ * error completes everything posted with IB_WC_WR_FLUSH_ERR
+ * (sroce_qp_flush()).
  */
 #include "sroce_loc.h"
 #include "sroce_task.h"
@@ -588,4 +590,102 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	default:
 		break;
 	}
+}
+
+/*
+ * Complete every WR between *cons and the ring's producer index with
+ * IB_WC_WR_FLUSH_ERR. A producer index no WR could have reached drops the
+ * ring's contents instead. Stops early if the CQ is full.
+ */
+static void sroce_flush_ring(struct sroce_qp *qp, struct sroce_ring *ring,
+			     u32 *cons, struct sroce_cq *cq, bool send)
+{
+	u32 prod = sroce_ring_load_prod(ring);
+	struct sroce_cqe cqe = {
+		.status = IB_WC_WR_FLUSH_ERR,
+		.qp_num = qp->ibqp.qp_num,
+	};
+
+	if (prod - *cons > ring->num_slots) {
+		sroce_dbg_qp(qp, "%s producer index %u corrupt: WQEs dropped\n",
+			     send ? "SQ" : "RQ", prod);
+		*cons = prod;
+	}
+	while (*cons != prod) {
+		const void *slot = sroce_ring_slot(ring, *cons);
+
+		/* Both WQE layouts start with wr_id. */
+		cqe.wr_id = READ_ONCE(((const struct sroce_recv_wqe *)slot)->wr_id);
+		cqe.opcode = send ? IB_UVERBS_WC_SEND : IB_WC_RECV;
+		(*cons)++;
+		sroce_ring_store_cons(ring, *cons);
+		if (sroce_cq_post(cq, qp, &cqe, false))
+			break;
+	}
+}
+
+/*
+ * The receive WQE a message in progress had taken completes with
+ * WR_FLUSH_ERR: in the QP's receive CQ, or for an XRC target in the CQ of
+ * the SRQ it came from. Return: nonzero if the CQ was full.
+ */
+static int sroce_qp_flush_rwqe(struct sroce_qp *qp, struct sroce_cq *rcq)
+{
+	const struct sroce_recv_wqe *rwqe = qp->resp.rwqe;
+	struct sroce_cqe cqe = {
+		.wr_id = rwqe->wr_id,
+		.status = IB_WC_WR_FLUSH_ERR,
+		.opcode = IB_WC_RECV,
+		.qp_num = qp->ibqp.qp_num,
+	};
+	struct sroce_srq *srq = NULL;
+	int err = 0;
+
+	qp->resp.rwqe_valid = false;
+	if (qp->ibqp.qp_type == IB_QPT_XRC_TGT) {
+		srq = sroce_xrc_srq_get(to_sdev(qp->ibqp.device),
+					qp->resp.xrc_srqn);
+		/* Only the QP's domain's: the number may be another's now. */
+		if (srq && srq->ibsrq.ext.xrc.xrcd != qp->ibqp.xrcd) {
+			sroce_srq_put(srq);
+			srq = NULL;
+		}
+		rcq = srq ? to_scq(srq->ibsrq.ext.cq) : NULL;
+	} else if (qp->rq.hdr) {
+		/* The WQE is still in the ring: give its slot back. */
+		qp->rq_cons++;
+		sroce_ring_store_cons(&qp->rq, qp->rq_cons);
+	}
+	if (rcq)
+		err = sroce_cq_post(rcq, qp, &cqe, false);
+	if (srq)
+		sroce_srq_put(srq);
+	return err;
+}
+
+/*
+ * In the error state: complete everything posted with WR_FLUSH_ERR. From
+ * the engine, the QP's lock held.
+ */
+void sroce_qp_flush(struct sroce_qp *qp)
+{
+	struct sroce_cq *rcq = qp->ibqp.recv_cq ? to_scq(qp->ibqp.recv_cq) :
+						  NULL;
+
+	lockdep_assert_held(&qp->lock);
+	/* First the WQEs the engine had taken, then the ring. */
+	qp->req.next = qp->sq_cons;
+	while (qp->sq_comp != qp->sq_cons)
+		sroce_qp_complete_send(qp, IB_WC_WR_FLUSH_ERR);
+	qp->req.sent = 0;
+	qp->req.rd_atomic = 0;
+	sroce_flush_ring(qp, &qp->sq, &qp->sq_cons, to_scq(qp->ibqp.send_cq),
+			 true);
+	qp->sq_comp = qp->sq_cons;
+	qp->req.next = qp->sq_cons;
+
+	if (qp->resp.rwqe_valid && sroce_qp_flush_rwqe(qp, rcq))
+		return;
+	if (qp->rq.hdr)
+		sroce_flush_ring(qp, &qp->rq, &qp->rq_cons, rcq, false);
 }

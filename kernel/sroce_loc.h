@@ -70,6 +70,7 @@ void sroce_comp_local_done(struct sroce_qp *qp);
 void sroce_qp_complete_send(struct sroce_qp *qp, enum ib_wc_status status);
 void sroce_comp_arm_retry(struct sroce_qp *qp);
 void sroce_comp_timeout(struct sroce_qp *qp);
+void sroce_qp_flush(struct sroce_qp *qp);
 
 /* sroce_mcast.c */
 int sroce_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
@@ -97,7 +98,6 @@ u32 sroce_recv_slot_size(u32 max_sge);
 /* sroce_qp.c */
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 void sroce_qp_error(struct sroce_qp *qp);
-void sroce_qp_flush(struct sroce_qp *qp);
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
 		    u32 len, bool to_mem);
