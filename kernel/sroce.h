@@ -578,4 +578,14 @@ static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 	}
 }
 
+/* The requester's SGEs: lkeys of the QP's PD. */
+static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
+				     const struct sroce_sge *sge, u32 nsge,
+				     u32 offset, void *buf, u32 len,
+				     bool to_mem)
+{
+	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
+			       nsge, offset, buf, len, to_mem);
+}
+
 #endif /* SROCE_H */

@@ -98,20 +98,6 @@ u32 sroce_recv_slot_size(u32 max_sge);
 /* sroce_qp.c */
 void sroce_qp_event(struct sroce_qp *qp, enum ib_event_type type);
 void sroce_qp_error(struct sroce_qp *qp);
-int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
-		    u32 len, bool to_mem);
-
-/* The requester's SGEs: lkeys of the QP's PD. */
-static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
-				     const struct sroce_sge *sge, u32 nsge,
-				     u32 offset, void *buf, u32 len,
-				     bool to_mem)
-{
-	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
-			       nsge, offset, buf, len, to_mem);
-}
-
 int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		    struct ib_udata *udata);
 int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,

@@ -32,6 +32,7 @@
 struct ib_mr;
 struct ib_pd;
 struct sroce_dev;
+struct sroce_sge;
 
 /* A key's translation, as a lookup found it (sroce_mem.h). */
 struct sroce_map;
@@ -80,6 +81,9 @@ u64 sroce_map_id(const struct sroce_map *map);
 void sroce_map_put(struct sroce_map *map);
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem);
+int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
+		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
+		    u32 len, bool to_mem);
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig);
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);

@@ -574,55 +574,6 @@ int sroce_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 }
 
 /**
- * sroce_copy_sges - copy between a buffer and an SGE list
- * @sdev: the device
- * @pd: the PD the SGEs' lkeys must be in
- * @sge: the SGEs
- * @nsge: how many
- * @offset: where in the list's bytes to start
- * @buf: kernel buffer
- * @len: bytes
- * @to_mem: into the SGEs' memory (needs local write access)
- *
- * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
- * if an lkey does not grant the access (wrong key, PD, access or bounds)
- * or its ODP memory cannot be had.
- */
-int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
-		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
-		    u32 len, bool to_mem)
-{
-	u32 i;
-
-	for (i = 0; i < nsge && len; i++) {
-		u32 slen = sge[i].length, n;
-		struct sroce_map *map;
-
-		if (offset >= slen) {
-			offset -= slen;
-			continue;
-		}
-		n = min(slen - offset, len);
-		map = sroce_mem_get(sdev, pd, 0, sge[i].lkey,
-				    sge[i].addr + offset, n,
-				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
-		if (IS_ERR(map))
-			return -EACCES;
-		if (sroce_map_copy(map, sge[i].addr + offset, buf, n,
-				   to_mem)) {
-			/* ODP memory that is not there (or not writable) */
-			sroce_map_put(map);
-			return -EACCES;
-		}
-		sroce_map_put(map);
-		buf += n;
-		len -= n;
-		offset = 0;
-	}
-	return len ? -ERANGE : 0;
-}
-
-/**
  * sroce_qp_error - move the QP to the error state from the engine
  * @qp: the QP, its lock held
  *
