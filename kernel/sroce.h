@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * sroce: the driver's objects - device, PD, CQ, SRQ, AH and QP - with the
- * to_*() helpers that reach them from ib_core's, and what a QP is (its
- * transport, whether it sends). Each structure says which lock protects
- * which field.
+ * to_*() helpers that reach them from ib_core's, what a QP is (its
+ * transport, whether it sends) and what a send WQE is (local, answered by
+ * a response; its copy). Each structure says which lock protects which
+ * field.
  */
 #ifndef SROCE_H
 #define SROCE_H
@@ -172,6 +173,17 @@ static inline bool sroce_wr_is_local(u32 opcode)
 {
 	return opcode == IB_WR_REG_MR || opcode == IB_WR_LOCAL_INV ||
 	       opcode == IB_UVERBS_WR_BIND_MW;
+}
+
+/*
+ * READ and atomics complete by their response, not by an ACK; until then
+ * they count against the QP's max_rd_atomic (sroce_req.rd_atomic).
+ */
+static inline bool sroce_needs_response(u32 wr_opcode)
+{
+	return wr_opcode == IB_UVERBS_WR_RDMA_READ ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
+	       wr_opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 /* A send WQE's progress, beside its copy in sroce_qp.sq_copy. */
@@ -576,6 +588,14 @@ static inline u8 sroce_qp_transport(const struct sroce_qp *qp)
 	default:
 		return SROCE_RC;
 	}
+}
+
+/* The copy of send WQE @index that the requester sends and resends. */
+static inline struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp,
+						     u32 index)
+{
+	return qp->sq_copy + (size_t)(index & (qp->sq.num_slots - 1)) *
+			     qp->sq.slot_size;
 }
 
 /* The requester's SGEs: lkeys of the QP's PD. */

@@ -41,14 +41,6 @@ static u32 sroce_wc_opcode(u32 wr_opcode)
 	}
 }
 
-/* READ and atomics complete by their response, not by an ACK. */
-static bool sroce_needs_response(u32 wr_opcode)
-{
-	return wr_opcode == IB_UVERBS_WR_RDMA_READ ||
-	       wr_opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       wr_opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /* Publish the SQ's consumer index: the slots of completed WQEs are free. */
 static void sroce_sq_publish(struct sroce_qp *qp)
 {

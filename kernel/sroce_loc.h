@@ -55,7 +55,6 @@ __le32 sroce_icrc(struct sk_buff *skb);
 
 /* sroce_req.c */
 void sroce_req_run(struct sroce_qp *qp);
-struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index);
 
 /* sroce_resp.c */
 void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb);

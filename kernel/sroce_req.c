@@ -31,12 +31,6 @@
  */
 #define SROCE_MAX_UNACKED_PSNS 256
 
-struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp, u32 index)
-{
-	return qp->sq_copy + (size_t)(index & (qp->sq.num_slots - 1)) *
-			     qp->sq.slot_size;
-}
-
 static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 {
 	switch (opcode) {
@@ -56,13 +50,6 @@ static bool sroce_wr_allowed(enum ib_qp_type type, u32 opcode)
 	default:
 		return false;
 	}
-}
-
-static bool sroce_wr_is_rd_atomic(u32 opcode)
-{
-	return opcode == IB_UVERBS_WR_RDMA_READ ||
-	       opcode == IB_UVERBS_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD;
 }
 
 /*
@@ -95,7 +82,7 @@ static enum ib_wc_status sroce_req_check(struct sroce_qp *qp,
 		return IB_WC_SUCCESS;
 	}
 	if (wqe->send_flags & IB_SEND_INLINE) {
-		if (sroce_wr_is_rd_atomic(wqe->opcode) ||
+		if (sroce_needs_response(wqe->opcode) ||
 		    wqe->inline_len > qp->cap.max_inline_data ||
 		    wqe->inline_len > room)
 			return IB_WC_LOC_QP_OP_ERR;
@@ -353,7 +340,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 		/* Asked again from its middle: what it lacks (@remain). */
 		last = true;
 		npsn = max_t(u32, 1, DIV_ROUND_UP(remain, sw->mtu));
-	} else if (sroce_wr_is_rd_atomic(wqe->opcode)) {
+	} else if (sroce_needs_response(wqe->opcode)) {
 		last = true;
 	} else {
 		paylen = min(remain, sw->mtu);
@@ -403,7 +390,7 @@ static int sroce_req_packet(struct sroce_qp *qp, u32 idx)
 		sw->done = 1;
 		qp->req.next = idx + 1;
 		qp->req.sent = 0;
-		if (sroce_wr_is_rd_atomic(wqe->opcode))
+		if (sroce_needs_response(wqe->opcode))
 			qp->req.rd_atomic++;
 	}
 	/* A packet the network drops is the retry timer's to recover. */
@@ -518,7 +505,7 @@ void sroce_req_run(struct sroce_qp *qp)
 		if (sroce_req_window_full(qp) && !sroce_wr_is_local(wqe->opcode))
 			break;
 		if (qp->req.sent == 0) {
-			if (sroce_wr_is_rd_atomic(wqe->opcode) &&
+			if (sroce_needs_response(wqe->opcode) &&
 			    qp->req.rd_atomic >= max_rd)
 				break;
 			if ((wqe->send_flags & IB_SEND_FENCE) &&
