@@ -182,7 +182,15 @@ drop:
 	kfree_skb(skb);
 }
 
-/* Is @ibdev a device of this module (not another driver's on the netdev)? */
+/*
+ * Is @ibdev a device of this module (not another driver's on the netdev)?
+ * Built into the kernel, THIS_MODULE would be NULL, as every built-in
+ * driver's owner is.
+ */
+#ifndef MODULE
+#error "sroce tells its devices by their module: build it as a module"
+#endif
+
 static bool sroce_is_ours(struct ib_device *ibdev)
 {
 	return ibdev->ops.owner == THIS_MODULE;
