@@ -25,6 +25,7 @@ pkgs=(
 	tshark python3-scapy
 	dpkg-dev debhelper dh-dkms dkms fakeroot lintian man-db
 	sparse shellcheck linux-source-6.1
+	nfs-kernel-server open-iscsi fio e2fsprogs python3
 )
 [ $# -gt 0 ] || set -- 6.1
 for k in "$@"; do
@@ -48,5 +49,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "install-deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
-	apt-get install -y -q --no-install-recommends "${missing[@]}"
+	# The kernel clients' cases (NFS over RDMA, iSER) run nfsd and iscsid in
+	# the test VM only: policy-rc.d keeps the host from starting them now.
+	rc=/usr/sbin/policy-rc.d
+	own_rc=
+	if [ ! -e "$rc" ]; then
+		printf '#!/bin/sh\nexit 101\n' >"$rc"
+		chmod 755 "$rc"
+		own_rc=1
+	fi
+	apt-get install -y -q --no-install-recommends "${missing[@]}" ||
+		{ [ -z "$own_rc" ] || rm -f "$rc"; exit 1; }
+	[ -z "$own_rc" ] || rm -f "$rc"
 fi
