@@ -169,3 +169,48 @@ xfer_all() {
 	done
 	[ -z "$bad" ] || fail "$bad"
 }
+
+# port_counter NAME [DEV]: one of DEV's (default sroce0) port counters, now
+port_counter() {
+	rdma statistic show link "${2:-sroce0}/1" | tr ' ' '\n' |
+		awk -v n="$1" '$0 == n { getline; print; exit }'
+}
+
+# kernel_counts DEV: the kernel's PDs, CQs, QPs and MRs on DEV, as
+# "pd=N cq=N qp=N mr=N" (what a kernel client's teardown comes back to)
+kernel_counts() {
+	local t out=
+	for t in pd cq qp mr; do
+		out+="$t=$(kernel_objects $t "$1") "
+	done
+	echo "${out% }"
+}
+
+# kernel_listing DEV: rdma resource's lines of those objects (for a failure)
+kernel_listing() {
+	local t
+	for t in pd cq qp mr; do
+		res_lines $t "$1" | grep -v ' pid '
+	done
+}
+
+# sha FILE: its SHA-256, or nothing if it could not be read in time
+sha() { timeout "$(tmo 120)" sha256sum "$1" | cut -d' ' -f1; }
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# unload MODULE: unload it (and what it alone pulled in) if it is loaded
+unload() {
+	[ -d "/sys/module/${1//-/_}" ] || return 0
+	modprobe -r "$1"
+}
+
+# ulp_objects TYPE DEV: kernel_objects, less the CQs of ib_core (ib_mad's
+# and the CQ pool's, which keeps a kernel client's CQs until the device
+# goes): what a kernel client's teardown must bring back
+ulp_objects() {
+	local l
+	l=$(res_lines "$@") || { echo "?"; return 1; }
+	grep -v ' pid ' <<<"$l" | grep -vc 'comm \[ib_core\]'
+	return 0
+}

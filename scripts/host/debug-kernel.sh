@@ -3,7 +3,8 @@
 # linux-source-6.1 (the version of the VM's default kernel) with KASAN,
 # lockdep (PROVE_LOCKING, PROVE_RCU), DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS,
 # DEBUG_LIST, UBSAN, KMEMLEAK, hung-task detection, fault injection, gcov
-# and udmabuf, configured for what
+# and udmabuf, with the kernel's RDMA clients (NFS, iSER, SRP, NVMe-oF,
+# RDS) as modules, configured for what
 # the test VM needs and nothing else.
 #
 # Usage: scripts/host/debug-kernel.sh         build if needed, print the release
@@ -79,6 +80,22 @@ CONFIG_NVME_RDMA=m
 CONFIG_NVME_TARGET=m
 CONFIG_NVME_TARGET_RDMA=m
 CONFIG_BLK_DEV_LOOP=m
+# The kernel's RDMA clients of the ULP cases: NFSv4.2 over RDMA (nfsd and
+# the client), iSER and SRP (LIO targets and initiators), RDS.
+CONFIG_NFS_V4_1=y
+CONFIG_NFS_V4_2=y
+CONFIG_NFSD=m
+CONFIG_NFSD_V4=y
+CONFIG_SUNRPC_XPRT_RDMA=m
+CONFIG_TARGET_CORE=m
+CONFIG_TCM_FILEIO=m
+CONFIG_ISCSI_TARGET=m
+CONFIG_INFINIBAND_ISER=m
+CONFIG_INFINIBAND_ISERT=m
+CONFIG_INFINIBAND_SRP=m
+CONFIG_INFINIBAND_SRPT=m
+CONFIG_RDS=m
+CONFIG_RDS_RDMA=m
 # What is not needed in the VM (build time).
 # CONFIG_DRM is not set
 # CONFIG_SOUND is not set
@@ -140,6 +157,10 @@ CONFIG_FAIL_FUNCTION=y
 CONFIG_GCOV_KERNEL=y
 # A dma-buf exporter for tests (/dev/udmabuf), as Debian's 6.12 has.
 CONFIG_UDMABUF=y
+# And the system dma-buf heap (/dev/dma_heap/system), whose buffers the
+# kernel can map (6.1's udmabuf cannot be vmapped).
+CONFIG_DMABUF_HEAPS=y
+CONFIG_DMABUF_HEAPS_SYSTEM=y
 EOF
 }
 

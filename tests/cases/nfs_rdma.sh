@@ -1,0 +1,240 @@
+# NFSv4.2 over RDMA on loopback: the kernel's NFS server (knfsd with
+# svcrdma, an "rdma 20049" listener) and NFS client (xprtrdma) on sroce0,
+# a tmpfs exported. It proves that the mount really runs over sroce0
+# (mountstats says "xprt: rdma", sroce0's byte counters grow by the data
+# moved, sroce0 holds the two sides' QPs); that 64 MiB of random data
+# written through the mount arrive on the server's tmpfs unchanged, and
+# 64 MiB written on the server side read back unchanged through the mount,
+# the client's page cache dropped in between (RPC/RDMA read and write
+# chunks: RDMA READ and WRITE from a kernel ULP, fast-registered MRs);
+# random direct I/O with fio's crc32c verification (or dd when fio is
+# missing); and a clean teardown: unmount, nfsd stopped, rpcrdma unloaded,
+# sroce0's kernel PDs, CQs, QPs and MRs back to what they were before,
+# no rdma_cm ID left on port 20049, and "rdma link delete" completing.
+#
+# Passes on Debian 6.1 and 6.12 (about 35 s under TCG; first run
+# 2026-11-26). Written without a VM; what was checked offline: the module names and aliases (modinfo on the host's 6.1.0-56
+# and 6.12.117 kernels: one rpcrdma.ko is xprtrdma and svcrdma on both),
+# nfs-utils 2.6.2's sources (bookworm's) for rpc.nfsd, rpc.mountd and
+# exportfs, Linux 6.1's nfsd, sunrpc and xprtrdma sources. Where to look
+# first if it fails:
+# - nfs-kernel-server and nfs-common on the host (the VM's root is the
+#   host's, read-only): rpc.nfsd, rpc.mountd, exportfs, mount.nfs, and
+#   /var/lib/nfs must exist. Debian's postinst also starts nfsd and rpcbind
+#   on the host itself: install-deps.sh keeps them from starting.
+# - /var/lib/nfs is read-only in the VM. exportfs has no option to put its
+#   state elsewhere (only nfs.conf's [mountd] state-directory-path, and
+#   /etc/nfs.conf is read-only too), so a directory of /tmp is bound over
+#   /var/lib/nfs for the run (etab, rmtab, export-lock, v4recovery).
+# - No rpcbind: NFSv4-only needs none (rpc.mountd -N 2 -N 3 opens no
+#   listener; the kernel's rpcbind registration of NFSv4 is optional). If
+#   mount or nfsd start is slow, look for rpcbind timeouts first.
+# - NFSv4 client tracking: nfsdcld is not running and the usermode helper
+#   /sbin/nfsdcltrack resolves in the initramfs, not the chroot, so nfsd
+#   falls back to the legacy v4recovery directory (made here); if that
+#   fails too, the log says "NFSD: Unable to initialize client recovery
+#   tracking!" (not a report). The grace period is ended by
+#   /proc/fs/nfsd/v4_end_grace, else it runs its 10 s (rpc.nfsd -G 10).
+# - 6.12's client reads with READ_PLUS (CONFIG_NFS_V4_2_READ_PLUS=y, off
+#   in 6.1), whose data probably comes back in a Reply chunk rather than a
+#   Write chunk: where to look first if only 6.12 fails a read check.
+# - rpc.mountd must hold the cache channels (/proc/net/rpc/*/channel) open
+#   before the mount, or the kernel caches a negative export entry; the
+#   case waits for its file descriptors.
+# - The rdma_cm listener lines of "rdma resource show cm_id" are assumed to
+#   read "... src-addr 0.0.0.0:20049 ..." for the device's child listener.
+# - Time: unmeasured under TCG; 3 x 64 MiB plus fio's 16 MiB.
+# - Debug kernel (make check-debug): its fragment has NFSD and NFS_V4_2.
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+port=20049
+exp=/tmp/nfs-export	# the server's tmpfs, exported as the NFSv4 root
+mnt=/tmp/nfs-mnt	# the client's mount point
+state=/tmp/nfs-state	# bound over /var/lib/nfs
+mib=$((1024 * 1024))
+mountd_pid=
+
+cleanup() {
+	if mountpoint -q $mnt; then
+		timeout 30 umount -f $mnt 2>/dev/null || umount -l $mnt 2>/dev/null
+	fi
+	if mountpoint -q /var/lib/nfs; then
+		timeout 30 exportfs -ua 2>/dev/null
+	fi
+	[ -e /proc/fs/nfsd/threads ] && timeout 30 rpc.nfsd 0 2>/dev/null
+	if [ -n "$mountd_pid" ]; then
+		kill "$mountd_pid" 2>/dev/null
+		wait "$mountd_pid" 2>/dev/null
+	fi
+	mountpoint -q /proc/fs/nfsd && umount /proc/fs/nfsd
+	mountpoint -q $exp && umount $exp
+	mountpoint -q /var/lib/nfs && umount /var/lib/nfs
+	# What the case loaded, and what they pulled in (sunrpc, lockd, grace,
+	# auth_rpcgss, nfs_acl...) when unused; one at a time (a module not
+	# loaded must not stop the others).
+	for m in rpcrdma nfsv4 nfsd nfs; do
+		[ -d /sys/module/$m ] && modprobe -r $m 2>/dev/null
+	done
+	rm -rf $exp $mnt $state /tmp/nfs-a /tmp/nfs-b /tmp/nfs-direct \
+		/tmp/nfs-mountd.log
+}
+trap cleanup EXIT
+
+# mountd_ready: rpc.mountd holds the kernel's export cache channels
+mountd_ready() {
+	local f
+	for f in "/proc/$mountd_pid/fd"/*; do
+		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
+	done
+	return 1
+}
+is_base() { [ "$(kernel_counts sroce0)" = "$base" ]; }
+grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
+listeners() { # the rdma_cm IDs bound to port $port
+	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$port( |\$)"
+}
+nfsd_log() { echo "mountd: $(tail -5 /tmp/nfs-mountd.log 2>/dev/null);" \
+	"dmesg: $(dmesg | tail -8)"; }
+
+for c in rpc.nfsd rpc.mountd exportfs mount.nfs; do
+	command -v $c >/dev/null ||
+		fail "no $c (nfs-kernel-server, nfs-common on the host)"
+done
+[ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
+
+link_add sroce0 eth0
+ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
+[ -n "$ip" ] || fail "no IPv4 address on eth0"
+# Before any NFS module: the kernel objects sroce0 has of its own (ib_mad's
+# PD, CQ and GSI QP), which teardown must come back to.
+base=$(kernel_counts sroce0)
+base_qp=$(kernel_objects qp sroce0)
+case $base in *'?'*) fail "rdma resource could not list sroce0's objects: $base" ;; esac
+modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
+
+# Server state, writable: /var/lib/nfs with the legacy v4recovery
+# directory, the exported tmpfs, the nfsd control filesystem.
+mkdir -p $state/v4recovery $exp $mnt
+: > $state/etab
+: > $state/rmtab
+mount --bind $state /var/lib/nfs || fail "bind $state over /var/lib/nfs"
+mount -t tmpfs -o size=256m,mode=0777 tmpfs $exp || fail "tmpfs at $exp"
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
+	fail "mount nfsd filesystem at /proc/fs/nfsd"
+# -i: not /etc/exports (the host's), only this one. fsid: tmpfs has no
+# UUID; fsid=0 makes it the NFSv4 pseudo-root, mounted as IP:/.
+out=$(timeout "$(tmo 30)" exportfs -i \
+	-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
+	"$ip/32:$exp" 2>&1) || fail "exportfs $ip/32:$exp: $out"
+expect_eq "exports in etab" 1 "$(grep -c "^$exp	" /var/lib/nfs/etab)"
+# NFSv4 only: no MOUNT protocol listener, no rpcbind.
+rpc.mountd -F -N 2 -N 3 -u > /tmp/nfs-mountd.log 2>&1 &
+mountd_pid=$!
+wait_for 10 mountd_ready ||
+	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
+lease=$(tmo 30)
+[ "$lease" -le 3600 ] || lease=3600
+timeout "$(tmo 60)" rpc.nfsd -N 3 -V 4.2 -U -G 10 -L "$lease" 4 ||
+	fail "rpc.nfsd ($(nfsd_log))"
+expect_eq "nfsd threads" 4 "$(cat /proc/fs/nfsd/threads)"
+# The RDMA listener, as Documentation/admin-guide/nfs/nfs-rdma.rst sets it
+# up (unless the host's nfs.conf already had rpc.nfsd add it).
+if ! grep -qx "rdma $port" /proc/fs/nfsd/portlist; then
+	echo "rdma $port" > /proc/fs/nfsd/portlist ||
+		fail "echo rdma $port > /proc/fs/nfsd/portlist ($(nfsd_log))"
+fi
+grep -qx "rdma $port" /proc/fs/nfsd/portlist ||
+	fail "portlist: expected an 'rdma $port' line, got: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+n=$(listeners)
+[ "$n" -ge 1 ] || fail "rdma_cm listeners on port $port: expected at least" \
+	"1 (sroce0's), got $n: $(rdma resource show cm_id)"
+# NFSv4 refuses OPENs during the grace period; end it now.
+echo Y > /proc/fs/nfsd/v4_end_grace 2>/dev/null
+wait_for 30 grace_over || fail "the NFSv4 grace period did not end: v4_end_grace" \
+	"reads '$(cat /proc/fs/nfsd/v4_end_grace 2>&1)'"
+
+# (a) The client, over RDMA.
+out=$(timeout "$(tmo 60)" mount -t nfs -o vers=4.2,proto=rdma,port=$port \
+	"$ip:/" $mnt 2>&1) || fail "mount $ip:/ over RDMA: $out ($(nfsd_log))"
+fstype=$(awk -v m=$mnt '$2 == m { print $3 }' /proc/mounts)
+opts=$(awk -v m=$mnt '$2 == m { print $4 }' /proc/mounts)
+expect_eq "filesystem type of $mnt" nfs4 "$fstype"
+for o in vers=4.2 proto=rdma port=$port; do
+	case ",$opts," in
+	*",$o,"*) ;;
+	*) fail "options of $mnt: expected $o among them, got '$opts'" ;;
+	esac
+done
+xprt=$(awk -v m=$mnt '$1 == "device" { on = ($5 == m) }
+	on && $1 == "xprt:" { print $2; exit }' /proc/self/mountstats)
+expect_eq "mountstats transport of $mnt" rdma "$xprt"
+n=$(kernel_objects qp sroce0)
+[ "$n" -ge $((base_qp + 2)) ] 2>/dev/null || fail "kernel QPs on sroce0 while" \
+	"mounted: expected at least $((base_qp + 2)) (client and server), got $n"
+
+# (c) 64 MiB each way, and the bytes on sroce0.
+head -c 64M /dev/urandom > /tmp/nfs-a	# written by the client
+head -c 64M /dev/urandom > /tmp/nfs-b	# written by the server
+sum_a=$(sha /tmp/nfs-a) sum_b=$(sha /tmp/nfs-b)
+sent0=$(port_counter sent_bytes)
+timeout "$(tmo 180)" dd if=/tmp/nfs-a of=$mnt/from-client bs=1M \
+	conv=fsync status=none || fail "write 64 MiB through $mnt ($(nfsd_log))"
+drop_caches
+expect_eq "size on the server of the client's file" $((64 * mib)) \
+	"$(stat -c %s $exp/from-client)"
+expect_eq "SHA-256 on the server's tmpfs of the file the client wrote" \
+	"$sum_a" "$(sha $exp/from-client)"
+expect_eq "SHA-256 of the client's file read back through $mnt" \
+	"$sum_a" "$(sha $mnt/from-client)"
+cp /tmp/nfs-b $exp/from-server || fail "write on the server's tmpfs"
+drop_caches
+expect_eq "SHA-256 through $mnt of the file the server wrote" \
+	"$sum_b" "$(sha $mnt/from-server)"
+sent=$(( $(port_counter sent_bytes) - sent0 ))
+# One device: what either side sends is counted once. 64 MiB written
+# (the server's RDMA READs) and 2 x 64 MiB read (its RDMA WRITEs).
+[ "$sent" -ge $((3 * 64 * mib)) ] || fail "sroce0 sent_bytes grew by $sent," \
+	"expected at least $((3 * 64 * mib)) for 3 x 64 MiB through $mnt"
+rm -f $exp/from-client $exp/from-server
+
+# (b) Random direct I/O, verified.
+if command -v fio >/dev/null; then
+	out=$(timeout "$(tmo 240)" fio --name=nfs-rdma --filename=$mnt/fio.dat \
+		--size=16M --rw=randrw --bsrange=4k-64k --direct=1 \
+		--ioengine=psync --verify=crc32c --verify_backlog=64 \
+		--verify_fatal=1 --do_verify=1 2>&1) ||
+		fail "fio randrw with crc32c verification on $mnt: $(tail -15 <<<"$out")"
+else
+	# No fio: O_DIRECT writes of 64 KiB and reads of 4 KiB, compared.
+	head -c 16M /dev/urandom > /tmp/nfs-direct
+	timeout "$(tmo 120)" dd if=/tmp/nfs-direct of=$mnt/direct.dat bs=64k \
+		oflag=direct status=none || fail "O_DIRECT write to $mnt"
+	got=$(timeout "$(tmo 180)" dd if=$mnt/direct.dat bs=4k iflag=direct \
+		status=none | sha256sum | cut -d' ' -f1)
+	expect_eq "SHA-256 of 16 MiB written and read with O_DIRECT" \
+		"$(sha /tmp/nfs-direct)" "$got"
+fi
+rm -f $mnt/fio.dat $mnt/direct.dat
+
+# (d) Teardown, each step checked.
+timeout "$(tmo 60)" umount $mnt || fail "umount $mnt ($(nfsd_log))"
+timeout "$(tmo 30)" exportfs -ua || fail "exportfs -ua"
+timeout "$(tmo 60)" rpc.nfsd 0 || fail "rpc.nfsd 0"
+expect_eq "nfsd threads after rpc.nfsd 0" 0 "$(cat /proc/fs/nfsd/threads)"
+kill "$mountd_pid"
+wait "$mountd_pid"
+mountd_pid=
+for m in /proc/fs/nfsd $exp /var/lib/nfs; do
+	umount "$m" || fail "umount $m after nfsd stopped"
+done
+# The transports go in work items after the last reference: give them time.
+wait_for 30 rmmod rpcrdma 2>/dev/null || fail "rmmod rpcrdma: refcount" \
+	"$(cat /sys/module/rpcrdma/refcnt 2>/dev/null), holders" \
+	"$(ls /sys/module/rpcrdma/holders 2>/dev/null)"
+wait_for 30 is_base || fail "kernel objects on sroce0 after teardown:" \
+	"expected $base as before the case, got $(kernel_counts sroce0):" \
+	"$(kernel_listing sroce0 | tr '\n' ';')"
+expect_eq "rdma_cm IDs on port $port after teardown" 0 "$(listeners)"
+timeout "$(tmo 30)" rdma link delete sroce0 ||
+	fail "rdma link delete sroce0 after NFS/RDMA"
+! ibdev_exists sroce0 || fail "sroce0 still exists after rdma link delete"
