@@ -170,6 +170,9 @@ xfer_all() {
 	[ -z "$bad" ] || fail "$bad"
 }
 
+# ipv4_of DEV: DEV's (first) IPv4 address, or nothing
+ipv4_of() { ip -4 -o addr show dev "$1" | awk '{print $4}' | cut -d/ -f1 | head -1; }
+
 # port_counter NAME [DEV]: one of DEV's (default sroce0) port counters, now
 port_counter() {
 	rdma statistic show link "${2:-sroce0}/1" | tr ' ' '\n' |

@@ -103,7 +103,7 @@ done
 [ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
 
 link_add sroce0 eth0
-ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
+ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "no IPv4 address on eth0"
 # Before any NFS module: the kernel objects sroce0 has of its own (ib_mad's
 # PD, CQ and GSI QP), which teardown must come back to.

@@ -92,7 +92,7 @@ modprobe -a loop ext4 rdma_cm nvmet nvmet-rdma nvme-rdma ||
 	fail "modprobe loop ext4 rdma_cm nvmet nvmet-rdma nvme-rdma"
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 link_add sroce0 eth0
-ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
+ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
 declare -A base
 for t in pd cq qp mr; do

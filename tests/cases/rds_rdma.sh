@@ -30,7 +30,7 @@ of_module() { # TYPE MODULE: sroce0's kernel objects of TYPE that MODULE made
 }
 
 link_add sroce0 eth0
-ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
+ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
 declare -A base
 for t in pd cq qp mr; do
