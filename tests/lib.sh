@@ -217,3 +217,33 @@ ulp_objects() {
 	grep -v ' pid ' <<<"$l" | grep -vc 'comm \[ib_core\]'
 	return 0
 }
+
+# fio_verify FILE [OFFSET]: random direct reads and writes of 4 to 64 KiB
+# over 16 MiB of FILE (a file, or a disk) from OFFSET (fio's syntax, 0 by
+# default), every block written checked by its CRC32C when read back;
+# fails the case with fio's last lines
+fio_verify() {
+	local out
+	command -v fio >/dev/null || fail "no fio (scripts/host/install-deps.sh)"
+	out=$(timeout "$(tmo 240)" fio --name=verify --filename="$1" \
+		--offset="${2:-0}" --size=16M --rw=randrw --bsrange=4k-64k --direct=1 \
+		--ioengine=psync --verify=crc32c --verify_backlog=64 \
+		--verify_fatal=1 --do_verify=1 2>&1) ||
+		fail "fio randrw with crc32c verification on $1: $(tail -15 <<<"$out")"
+}
+
+# rmmod_wait MODULE: unload a kernel client's MODULE, giving the work
+# items that drop its last references after a logout or unmount 30 s
+rmmod_wait() {
+	wait_for 30 rmmod "$1" 2>/dev/null || fail "rmmod $1: refcount" \
+		"$(cat "/sys/module/$1/refcnt" 2>/dev/null), holders" \
+		"$(ls "/sys/module/$1/holders" 2>/dev/null)"
+}
+
+# link_delete_after WHAT: "rdma link delete sroce0" ends in time and the
+# device is gone, after the kernel client WHAT left it
+link_delete_after() {
+	timeout "$(tmo 30)" rdma link delete sroce0 ||
+		fail "rdma link delete sroce0 after $1"
+	! ibdev_exists sroce0 || fail "sroce0 still exists after rdma link delete"
+}

@@ -7,8 +7,8 @@
 # 64 MiB written on the server side read back unchanged through the mount,
 # the client's page cache dropped in between (RPC/RDMA read and write
 # chunks: RDMA READ and WRITE from a kernel ULP, fast-registered MRs);
-# random direct I/O with fio's crc32c verification (or dd when fio is
-# missing); and a clean teardown: unmount, nfsd stopped, rpcrdma unloaded,
+# random direct I/O with fio's crc32c verification; and a clean
+# teardown: unmount, nfsd stopped, rpcrdma unloaded,
 # sroce0's kernel PDs, CQs, QPs and MRs back to what they were before,
 # no rdma_cm ID left on port 20049, and "rdma link delete" completing.
 #
@@ -75,7 +75,7 @@ cleanup() {
 	for m in rpcrdma nfsv4 nfsd nfs; do
 		[ -d /sys/module/$m ] && modprobe -r $m 2>/dev/null
 	done
-	rm -rf $exp $mnt $state /tmp/nfs-a /tmp/nfs-b /tmp/nfs-direct \
+	rm -rf $exp $mnt $state /tmp/nfs-a /tmp/nfs-b \
 		/tmp/nfs-mountd.log
 }
 trap cleanup EXIT
@@ -198,23 +198,8 @@ sent=$(( $(port_counter sent_bytes) - sent0 ))
 rm -f $exp/from-client $exp/from-server
 
 # (b) Random direct I/O, verified.
-if command -v fio >/dev/null; then
-	out=$(timeout "$(tmo 240)" fio --name=nfs-rdma --filename=$mnt/fio.dat \
-		--size=16M --rw=randrw --bsrange=4k-64k --direct=1 \
-		--ioengine=psync --verify=crc32c --verify_backlog=64 \
-		--verify_fatal=1 --do_verify=1 2>&1) ||
-		fail "fio randrw with crc32c verification on $mnt: $(tail -15 <<<"$out")"
-else
-	# No fio: O_DIRECT writes of 64 KiB and reads of 4 KiB, compared.
-	head -c 16M /dev/urandom > /tmp/nfs-direct
-	timeout "$(tmo 120)" dd if=/tmp/nfs-direct of=$mnt/direct.dat bs=64k \
-		oflag=direct status=none || fail "O_DIRECT write to $mnt"
-	got=$(timeout "$(tmo 180)" dd if=$mnt/direct.dat bs=4k iflag=direct \
-		status=none | sha256sum | cut -d' ' -f1)
-	expect_eq "SHA-256 of 16 MiB written and read with O_DIRECT" \
-		"$(sha /tmp/nfs-direct)" "$got"
-fi
-rm -f $mnt/fio.dat $mnt/direct.dat
+fio_verify $mnt/fio.dat
+rm -f $mnt/fio.dat
 
 # (d) Teardown, each step checked.
 timeout "$(tmo 60)" umount $mnt || fail "umount $mnt ($(nfsd_log))"
@@ -228,13 +213,9 @@ for m in /proc/fs/nfsd $exp /var/lib/nfs; do
 	umount "$m" || fail "umount $m after nfsd stopped"
 done
 # The transports go in work items after the last reference: give them time.
-wait_for 30 rmmod rpcrdma 2>/dev/null || fail "rmmod rpcrdma: refcount" \
-	"$(cat /sys/module/rpcrdma/refcnt 2>/dev/null), holders" \
-	"$(ls /sys/module/rpcrdma/holders 2>/dev/null)"
+rmmod_wait rpcrdma
 wait_for 30 is_base || fail "kernel objects on sroce0 after teardown:" \
 	"expected $base as before the case, got $(kernel_counts sroce0):" \
 	"$(kernel_listing sroce0 | tr '\n' ';')"
 expect_eq "rdma_cm IDs on port $port after teardown" 0 "$(listeners)"
-timeout "$(tmo 30)" rdma link delete sroce0 ||
-	fail "rdma link delete sroce0 after NFS/RDMA"
-! ibdev_exists sroce0 || fail "sroce0 still exists after rdma link delete"
+link_delete_after NFS/RDMA
