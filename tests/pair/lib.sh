@@ -58,14 +58,16 @@ stuck_report() {
 # the other runs CLIENT_CMD (retrying until the server listens). Prints
 # "ok   NAME" or "FAIL NAME" with the output, on the client side and the
 # server side alike, and counts into $passed/$failed. Each side has
-# $STEP_LIMIT seconds (120 unless set), stretched by tmo.
+# $STEP_LIMIT seconds (120 unless set), stretched by tmo. The client runs
+# up to $STEP_TRIES times (60 unless set): 1 for a client that waits for
+# its server itself (a kernel client's failure may well say "refused").
 passed=0 failed=0
 step() {
 	local name=$1 srole=$2 scmd=$3 ccmd=$4 out rc start=$SECONDS
 	if [ "$ROLE" = "$srole" ]; then
 		out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$scmd" 2>&1); rc=$?
 	else
-		for _ in $(seq 60); do
+		for _ in $(seq "${STEP_TRIES:-60}"); do
 			out=$(timeout "$(tmo "${STEP_LIMIT:-120}")" bash -c "$ccmd" 2>&1); rc=$?
 			[ $rc = 0 ] && break
 			# The server is not listening yet: try again.
@@ -106,4 +108,71 @@ counters() {
 	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
 		paste - - | grep -E 'retrans|timeout|dup|seq|nak|drop' |
 		grep -v '	0$' | tr '\t\n' '= '
+}
+
+# The kernel clients' steps (tests/pair/ulp*.sh): a server function on one
+# VM, a client function on the other, each run by step in its own bash
+# (they export what they use).
+
+# pattern SEED BYTES: the same bytes on both VMs
+pattern() {
+	/usr/bin/python3 -c 'import random, sys
+sys.stdout.buffer.write(random.Random(int(sys.argv[1])).randbytes(int(sys.argv[2])))' "$1" "$2"
+}
+
+# kernel_qps: this VM's kernel QPs on $dev (ib_mad's, the ULPs')
+kernel_qps() { kernel_objects qp "$dev"; }
+qps_above() { [ "$(kernel_qps)" -gt "$1" ]; }
+qps_at() { [ "$(kernel_qps)" = "$1" ]; }
+
+# peer_session QPS: wait until the peer's kernel client has connected to
+# this VM's server (kernel QPs on $dev above QPS, their number before) and
+# has gone again (back to QPS); say which did not happen
+peer_session() {
+	wait_for 240 qps_above "$1" ||
+		{ echo "no client connected (kernel QPs on $dev stay $1)"; return 1; }
+	wait_for 240 qps_at "$1" ||
+		{ echo "the client's queues stay: $(kernel_qps) kernel QPs on $dev, $1 before"; return 1; }
+}
+
+# explain MESSAGE...: a failure's message, then the kernel log's last lines
+explain() {
+	echo "$*"
+	dmesg | tail -n 6 | sed 's/^/    dmesg: /'
+}
+
+# ulp_counts DEV: kernel_counts without ib_core's CQs (ib_mad's and the CQ
+# pool's, which keeps a kernel client's CQs until the device goes)
+ulp_counts() {
+	local t out=
+	for t in pd cq qp mr; do
+		out+="$t=$(ulp_objects $t "$1") "
+	done
+	echo "${out% }"
+}
+
+# unload_module MODULE: unload MODULE and what it alone pulled in, if it
+# is a loaded module; a built-in one (the debug kernel's NFS client) has a
+# /sys/module directory too, but no initstate, and stays
+unload_module() {
+	[ -e "/sys/module/${1//-/_}/initstate" ] || return 0
+	modprobe -r "$1"
+}
+
+# back_to COUNTER BASE: wait until COUNTER $dev (kernel_counts or
+# ulp_counts) reads BASE again; say what stayed if it does not
+counts_are() { [ "$("$1" "$dev")" = "$2" ]; }
+back_to() {
+	wait_for 30 counts_are "$1" "$2" && return 0
+	echo "$1 $dev: $2 before, $("$1" "$dev") after the teardown:" \
+		"$(kernel_listing "$dev" | tr '\n' ';')"
+	return 1
+}
+
+# export_ulp_helpers: export the functions above and those of tests/lib.sh
+# they use, for the steps' own bash
+export_ulp_helpers() {
+	export -f pattern kernel_qps qps_above qps_at peer_session explain \
+		ulp_counts counts_are back_to wait_for tmo kernel_objects \
+		res_lines kernel_counts kernel_listing ulp_objects unload_module
 }

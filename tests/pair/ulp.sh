@@ -20,14 +20,6 @@ img=/tmp/pair-ns.img
 half=$((32 * 1024 * 1024))
 export dev nqn img half
 
-# pattern SEED BYTES: the same bytes on both VMs
-pattern() {
-	/usr/bin/python3 -c 'import random, sys
-sys.stdout.buffer.write(random.Random(int(sys.argv[1])).randbytes(int(sys.argv[2])))' "$1" "$2"
-}
-# kernel_qps: this VM's kernel QPs on $dev (ib_mad's, the ULP's)
-kernel_qps() { kernel_objects qp "$dev"; }
-
 # nvmet_serve: serve $nqn at $MY4:4420 until a host has come and gone,
 # then check what it wrote
 nvmet_serve() {
@@ -50,14 +42,9 @@ nvmet_serve() {
 		echo 4420 > $cfg/ports/1/addr_trsvcid &&
 		ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn ||
 		{ echo "nvmet configuration: $(dmesg | tail -3)"; rc=1; }
+	# The host's admin and I/O queues are kernel QPs here.
 	if [ $rc = 0 ]; then
-		# The host's admin and I/O queues are kernel QPs here.
-		wait_for 240 eval '[ "$(kernel_qps)" -gt "$base" ]' ||
-			{ echo "no host connected (kernel QPs stay $base)"; rc=1; }
-	fi
-	if [ $rc = 0 ]; then
-		wait_for 240 eval '[ "$(kernel_qps)" = "$base" ]' ||
-			{ echo "the host's queues stay: $(kernel_qps) QPs, $base before"; rc=1; }
+		peer_session "$base" || rc=1
 	fi
 	if [ $rc = 0 ]; then
 		sum=$(pattern 2 $half | sha256sum)
@@ -111,10 +98,11 @@ nvme_host() {
 	wait_for 30 modprobe -r nvme-rdma || { echo "modprobe -r nvme-rdma"; rc=1; }
 	return $rc
 }
-export -f pattern kernel_qps nvmet_serve nvme_host wait_for tmo kernel_objects \
-	res_lines
+export_ulp_helpers
+export -f nvmet_serve nvme_host
 
-STEP_LIMIT=400
+# The host waits for the target itself.
+STEP_LIMIT=400 STEP_TRIES=1
 sent0=$(counter sent_pkts)
 for s in a b; do
 	c=$([ $s = a ] && echo b || echo a)
