@@ -368,7 +368,7 @@ for kv in $(scripts/host/kver.sh --list); do
 	case $kv in "$kv_built"|*-sroce-debug) continue ;; esac
 	host_test "sroce.ko builds for $kv, no warnings" builds_for "$kv" 0
 done
-pair_suite sroce-sroce sroce interop loss hostile faults ulp ulp_nfs ulp_srp
+pair_suite sroce-sroce sroce interop loss hostile faults ulp
 pair_suite sroce-rxe rxe interop loss ulp ulp_nfs ulp_srp
 vm_suite "$@"
 # The one-VM suite on other kernels: sroce.ko built for each into

@@ -10,7 +10,7 @@
 # byte, writes a second pattern behind it and reads that back, all
 # O_DIRECT. Once the initiator has logged out (its QPs have gone from the
 # target's device), the target checks the second half of its file and
-# that LIO counted the I/O under one of its ACLs. Then each side takes
+# that LIO counted the I/O under its ACL. Then each side takes
 # itself down, each step checked: the remote port deleted, the configfs
 # tree removed in reverse order, ib_srp, ib_srpt and LIO unloaded, and the
 # device's kernel PDs, QPs, MRs and CQs (less ib_core's CQ pool, which
@@ -25,16 +25,11 @@
 # at load (srpt_service_guid), so that the initiator knows the id_ext and
 # ioc_guid to ask for without reading the other VM. The ACL: ib_srpt
 # names an rdma_cm login after "%pIS" of its connection's src_addr, which
-# on the target's side is, by Linux 6.1's cma_save_ip4_info, the target's
-# own address, not the initiator's (in one VM both are the same). Both
-# ACLs are made here, and the target prints which one carried the I/O
-# (in steps.log, build/pair-NAME/ROLE/ on the host).
-#
-# Written without a VM; not run yet. To look at first: dmesg after
-# modprobe ib_srpt on rxe0 ("enabling device management failed" is only
-# a warning); EINVAL from the mkdir of the target port (the name is not
-# what ib_srpt made of GID 0); the initiator's add_target errno and its
-# "REJ" lines when no ACL matched; the ACL lines in steps.log.
+# on the target's side is the target's own address, not the initiator's
+# (cma_save_ip4_info; seen with sroce and rdma_rxe on 6.12): the one ACL
+# is the target's address, so any initiator that reaches it gets in, as
+# with ib_srpt on any RoCE device. Passes sroce-sroce and sroce-rxe on
+# 6.12 (30 to 70 s a direction under TCG).
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
@@ -56,8 +51,8 @@ srp_tpg() {
 	gid=$(cat "/sys/class/infiniband/$dev/ports/1/gids/0")
 	echo "$lio/srpt/${gid:20}/tpgt_1"
 }
-# srp_acls: the initiator's address and the target's own
-srp_acls() { echo "$PEER4 $MY4"; }
+# srp_acls: the ACL an rdma_cm login is known by (see above)
+srp_acls() { echo "$MY4"; }
 # lio_unload: ib_srpt, the backends LIO loaded itself, LIO
 lio_unload() {
 	local m
