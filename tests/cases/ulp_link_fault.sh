@@ -1,0 +1,502 @@
+# Link faults under kernel RDMA clients on loopback (issue 35 item 4), for
+# NVMe-oF (nvmet-rdma and nvme-rdma) and NFSv4.2 over RDMA (knfsd with
+# svcrdma and xprtrdma), both ends in this VM on sroce0 over eth0. For each
+# client a writer runs: it writes 4 slices of 4 MiB to the same offsets
+# again and again, O_DIRECT, from one of two random patterns in turn, and
+# counts the writes that completed. Two faults hit it while it runs:
+# (a) eth0 is set down for 3 s, then up. The port must go DOWN and come
+#     back ACTIVE; no write may fail (NVMe: the controller is kept for
+#     ctrl_loss_tmo and I/O waits meanwhile; NFS: a hard mount retries); the
+#     writes go on after the link returns.
+# (b) "rdma link delete sroce0", then "rdma link add". The delete must
+#     return (every kernel client lets the device go). NVMe: nvme-rdma
+#     deletes the controller, so the writer ends with an I/O error; after
+#     the link is back and the nvmet port is linked again (nvmet drops a
+#     listener bound to an address when its device goes), a new connect
+#     works. NFS: the hard mount stalls, then resumes over a new connection
+#     (mountstats counts one more connect) once sroce0 is back.
+# Before each fault the writer has completed a write and sroce0 is carrying
+# its data (sent_bytes grew), so the fault hits I/O in flight. After each,
+# every slice holds what the last write the writer saw complete wrote to
+# it (the slice of a write that failed is not checked), on the target's or
+# the server's own copy and, through a new connection or mount, as the
+# client reads it. Each client's teardown then brings sroce0's kernel PDs,
+# CQs, QPs and MRs back to what they were before (ib_core's CQ pool
+# aside), with no rdma_cm ID left on its port, and at the end
+# "rdma link delete" completes. The runner fails the case on any kernel
+# report or taint.
+#
+# Passes on Debian 6.1 and 6.12 (35 to 65 s under TCG). What it found:
+# - sroce passes loopback packets whatever the port state
+#   (sroce_pkt_xmit), so fault (a) does not break the connections today:
+#   sroce0 carries about 50 MB in the 3 s eth0 is down, and neither client
+#   reconnects ("note:" lines; run the case through a wrapper that fails
+#   to see them). rdma_rxe drops every packet for lack of a route and
+#   errors the QP, which makes (a) a real reconnect there. A change that
+#   stops loopback traffic on a port that is not ACTIVE waits in pending/.
+# - nvme-rdma fails the writer's I/O with EIO once its controller is
+#   deleted (native multipath, no path left); "rdma link delete" returns
+#   within a second under both clients; NFS resumes about 3 s after
+#   sroce0 is back.
+# - The writer's dd has conv=nocreat: on 6.1 the disk went between two
+#   writes, and a dd without it made a regular file /dev/nvme0n1, where
+#   the new connection's disk could then not appear.
+# Look first, when it fails:
+# - at the kernel log the runner prints: a WARN in sroce_dealloc_driver
+#   means a client left an object on the device; KASAN in sroce_rcv or the
+#   task engine after a link delete means a loopback packet outlived its
+#   QP;
+# - at which step: "still blocked" is a device removal that never ended
+#   (the sysrq stacks name the waiter), "stalled" a client that never
+#   resumed, "differs in slice" a write lost or misplaced;
+# - NFS set-up failures are those of tests/cases/nfs_rdma.sh (see its
+#   header), NVMe ones those of tests/cases/nvme_rdma.sh.
+# It needs nothing from the host that install-deps.sh does not install.
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+nqn=nqn.2026-11.org.sroce:fault
+cfg=/sys/kernel/config/nvmet
+img=/tmp/ulpf-ns.img		# the NVMe namespace's file (tmpfs)
+exp=/tmp/ulpf-export		# the NFS server's tmpfs, exported
+mnt=/tmp/ulpf-mnt		# the NFS client's mount point
+state=/tmp/ulpf-state		# bound over /var/lib/nfs
+pat=(/tmp/ulpf-a /tmp/ulpf-b)	# the writer's two patterns
+count=/tmp/ulpf-count		# writes completed
+attempt=/tmp/ulpf-attempt	# the write under way
+ddpid=/tmp/ulpf-ddpid stop=/tmp/ulpf-stop
+slices=4 smib=4			# 4 slices of 4 MiB
+down_s=3			# how long eth0 stays down
+nfs_port=20049
+wpid="" mountd_pid="" del_pid="" ip6s=""
+
+cleanup() {
+	local m a
+	touch $stop
+	if [ -n "$wpid" ]; then	# a writer, and maybe its dd, still running
+		kill "$wpid" 2>/dev/null
+		[ -s $ddpid ] && kill "$(cat $ddpid)" 2>/dev/null
+	fi
+	ip link set eth0 up
+	for a in $ip6s; do
+		ip -6 addr add "$a" dev eth0 nodad 2>/dev/null
+	done
+	if mountpoint -q $mnt; then
+		timeout 30 umount -f $mnt 2>/dev/null || umount -l $mnt 2>/dev/null
+	fi
+	mountpoint -q /var/lib/nfs && timeout 30 exportfs -ua 2>/dev/null
+	[ -e /proc/fs/nfsd/threads ] && timeout 30 rpc.nfsd 0 2>/dev/null
+	if [ -n "$mountd_pid" ]; then
+		kill "$mountd_pid" 2>/dev/null
+		wait "$mountd_pid" 2>/dev/null
+	fi
+	for m in /proc/fs/nfsd $exp /var/lib/nfs; do
+		mountpoint -q "$m" && umount "$m"
+	done
+	nvme disconnect -n $nqn >/dev/null 2>&1
+	rm -f $cfg/ports/1/subsystems/$nqn 2>/dev/null
+	rmdir $cfg/ports/1 $cfg/subsystems/$nqn/namespaces/1 \
+		$cfg/subsystems/$nqn 2>/dev/null
+	for m in rpcrdma nfsv4 nfsd nfs nvme-rdma nvmet-rdma nvmet; do
+		unload $m 2>/dev/null
+	done
+	rm -rf $img $exp $mnt $state "${pat[@]}" $count $count.new $attempt \
+		$ddpid $stop /tmp/ulpf-mountd.log
+}
+trap cleanup EXIT
+
+note() { echo "note: $*"; }
+klog() { # the kernel log: the runner's stream if there is one (no wrap)
+	if [ -n "${SROCE_KMSG:-}" ]; then cat "$SROCE_KMSG"; else dmesg; fi
+}
+port_state() { cat /sys/class/infiniband/sroce0/ports/1/state 2>&1; }
+port_is() { [[ $(port_state) == *": $1" ]]; }
+sent() { local b; b=$(port_counter sent_bytes); echo "${b:-0}"; }
+listeners() { # PORT: the rdma_cm IDs bound to it
+	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$1( |\$)"
+}
+restore_ip6() { # eth0's global IPv6 addresses, which going down removed
+	local a
+	for a in $ip6s; do
+		ip -6 -o addr show dev eth0 | grep -qF " $a " ||
+			ip -6 addr add "$a" dev eth0 nodad
+	done
+}
+
+# The writer. Write i puts slice i % slices of pattern (i / slices) % 2 at
+# the same offset of FILE, so that a lost or misplaced write shows.
+slice_sum() { # FILE K [DD_FLAG]: the SHA-256 of slice K of FILE
+	local s
+	s=$(timeout "$(tmo 60)" dd if="$1" bs=1M skip=$(($2 * smib)) \
+		count=$smib ${3:+"$3"} status=none | sha256sum)
+	echo "${s%% *}"
+}
+want_sum() { # N K: slice K's SHA-256 after writes 0..N-1 (N > K)
+	local j=$(($2 + ($1 - 1 - $2) / slices * slices))
+	echo "${sums[$((j / slices % 2 * slices + $2))]}"
+}
+# verify WHAT FILE N SKIP [DD_FLAG]: after writes 0..N-1, every slice of
+# FILE but SKIP (-1: none) holds what the last write to it wrote
+verify() {
+	local k bad=
+	for ((k = 0; k < slices; k++)); do
+		[ $k = "$4" ] && continue
+		[ "$(slice_sum "$2" $k "${5:-}")" = "$(want_sum "$3" $k)" ] ||
+			bad+=" $k"
+	done
+	[ -z "$bad" ] || fail "$1: $2 differs in slice(s)$bad from what the" \
+		"last of the $3 completed writes to each wrote"
+}
+writer() { # FILE FIRST: writes FIRST, FIRST+1... until $stop exists
+	local i=$2 k p
+	until [ -e $stop ]; do
+		k=$((i % slices)) p=$((i / slices % 2))
+		echo "$i" > $attempt
+		# nocreat: once the disk has gone, dd must not make a file
+		# of its name in /dev, where the next disk could not appear
+		dd if="${pat[p]}" of="$1" bs=1M skip=$((k * smib)) \
+			seek=$((k * smib)) count=$smib oflag=direct \
+			conv=notrunc,nocreat status=none &
+		echo $! > $ddpid
+		wait $! || return 1
+		i=$((i + 1))
+		echo $i > $count.new && mv $count.new $count
+	done
+}
+writes() { local n; n=$(cat $count 2>/dev/null); echo "${n:-0}"; }
+start_writer() { # FILE FIRST
+	rm -f $stop
+	echo "$2" > $count
+	writer "$@" &
+	wpid=$!
+}
+stop_writer() { # the writer's status
+	local rc
+	touch $stop
+	wait "$wpid"
+	rc=$?
+	wpid=
+	return $rc
+}
+writer_gone() { ! kill -0 "$wpid" 2>/dev/null; }
+# busy FIRST: the writer completed a write since FIRST and sroce0 carries
+# more than keep-alives and lease renewals now
+busy() {
+	local s0
+	[ "$(writes)" -gt "$1" ] && ! writer_gone || return 1
+	s0=$(sent)
+	sleep 0.5
+	[ $(($(sent) - s0)) -ge 65536 ]
+}
+# resumed AT: two writes since AT, every slice written once more than
+# the first pass, or the writer ended
+resumed() {
+	local n
+	n=$(writes)
+	{ [ "$n" -ge $(($1 + 2)) ] && [ "$n" -gt $slices ]; } || writer_gone
+}
+
+# flap WHAT: eth0 down for $down_s s, then up; the port follows
+flap() {
+	local s0
+	ip link set eth0 down || fail "ip link set eth0 down"
+	wait_for 10 port_is DOWN || fail "$1: sroce0 port 1 is" \
+		"'$(port_state)' after eth0 went down, expected DOWN"
+	s0=$(sent)
+	sleep $down_s
+	note "$1: sroce0 sent $(($(sent) - s0)) bytes in the $down_s s eth0 was down"
+	ip link set eth0 up || fail "ip link set eth0 up"
+	wait_for 10 port_is ACTIVE || fail "$1: sroce0 port 1 is" \
+		"'$(port_state)' 10 s after eth0 came up, expected ACTIVE"
+	restore_ip6
+}
+
+# link_delete WHAT: rdma link delete sroce0, which must return in 60 s
+# (else the blocked tasks' stacks go to the kernel log)
+deleted() { ! kill -0 "$del_pid" 2>/dev/null; }
+link_delete() {
+	local t=$SECONDS
+	rdma link delete sroce0 &
+	del_pid=$!
+	if ! wait_for 60 deleted; then
+		echo w > /proc/sysrq-trigger
+		fail "$1: rdma link delete sroce0 still blocked after $(tmo 60) s" \
+			"in: $(tr '\n' ' ' < "/proc/$del_pid/stack")"
+	fi
+	wait "$del_pid" || fail "$1: rdma link delete sroce0 failed"
+	! ibdev_exists sroce0 || fail "$1: sroce0 still exists after rdma link delete"
+	note "$1: rdma link delete took $((SECONDS - t)) s"
+}
+
+at_base() { # sroce0's kernel objects are as before the clients
+	local t
+	for t in pd cq qp mr; do
+		[ "$(ulp_objects $t sroce0)" = "${base[$t]}" ] || return 1
+	done
+}
+baseline() { # WHEN: at_base, or fail with what differs
+	local t
+	for t in pd cq qp mr; do
+		expect_eq "kernel $t objects on sroce0 $1" "${base[$t]}" \
+			"$(ulp_objects $t sroce0)"
+	done
+	no_user_objects sroce0
+}
+
+for c in nvme rpc.nfsd rpc.mountd exportfs mount.nfs; do
+	command -v $c >/dev/null ||
+		fail "no $c (nvme-cli, nfs-kernel-server, nfs-common on the host)"
+done
+[ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
+link_add sroce0 eth0
+ip=$(ipv4_of eth0)
+[ -n "$ip" ] || fail "eth0 has no IPv4 address"
+ip6s=$(ip -6 -o addr show dev eth0 scope global | awk '{ print $4 }')
+declare -A base
+for t in pd cq qp mr; do
+	base[$t]=$(ulp_objects $t sroce0)
+done
+case ${base[*]} in *'?'*) fail "rdma resource could not list sroce0's objects" ;; esac
+
+sums=()
+for p in 0 1; do
+	head -c $((slices * smib))M /dev/urandom > "${pat[p]}"
+	for ((k = 0; k < slices; k++)); do
+		sums+=("$(slice_sum "${pat[p]}" $k)")
+	done
+done
+
+# (1) NVMe-oF: a namespace on a tmpfs file (buffered_io: tmpfs has no
+# O_DIRECT), an nvmet-rdma port on eth0's address.
+ns_dev() { # the namespace's block device (not a hidden per-path one)
+	local b
+	for b in /sys/block/nvme*; do
+		[[ ${b##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
+		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = $nqn ] || continue
+		[ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}" && return 0
+	done
+	return 1
+}
+ns_there() { ns_dev >/dev/null; }
+ctrl_of() { # the rdma controller connected to $nqn
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $nqn ] || continue
+		[ "$(cat "$c/transport" 2>/dev/null)" = rdma ] || continue
+		echo "${c##*/}"
+		return 0
+	done
+	return 1
+}
+no_ctrl() { ! ctrl_of >/dev/null; }
+creating() { klog | grep -c "nvme $ctrl: creating [0-9]* I/O queues"; }
+# The controller is kept for 60 s without a connection, retried every 1 s.
+nvme_connect() { # WHEN
+	local out
+	out=$(timeout "$(tmo 60)" nvme connect -t rdma -a "$ip" -s 4420 -n $nqn \
+		--hostnqn=nqn.2026-11.org.sroce:host \
+		--hostid=5e5e5e5e-0000-4000-8000-000000000004 \
+		--reconnect-delay=1 --ctrl-loss-tmo="$(tmo 60)" 2>&1) ||
+		fail "nvme connect $1: $out (dmesg: $(dmesg | tail -5))"
+	wait_for 10 ns_there ||
+		fail "no block device of $nqn 10 s after connect $1" \
+		"(/sys/block: $(ls /sys/block | tr '\n' ' '); /dev:" \
+		"$(ls -l /dev/nvme* | tr '\n' ' '))"
+	dev=$(ns_dev)
+	ctrl=$(ctrl_of) || fail "no rdma controller of $nqn $1"
+}
+nvme_disconnect() { # WHEN
+	nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect $1"
+	wait_for 10 no_ctrl || fail "controller $(ctrl_of) still there $1"
+}
+nvmet_link() {
+	ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn ||
+		fail "nvmet-rdma port on $ip (dmesg: $(dmesg | tail -3))"
+}
+
+modprobe -a rdma_cm nvmet nvmet-rdma nvme-rdma ||
+	fail "modprobe rdma_cm nvmet nvmet-rdma nvme-rdma"
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+truncate -s $((slices * smib))M $img
+mkdir $cfg/subsystems/$nqn || fail "nvmet subsystem"
+echo 1 > $cfg/subsystems/$nqn/attr_allow_any_host
+mkdir $cfg/subsystems/$nqn/namespaces/1
+echo -n $img > $cfg/subsystems/$nqn/namespaces/1/device_path
+echo 1 > $cfg/subsystems/$nqn/namespaces/1/buffered_io
+echo 1 > $cfg/subsystems/$nqn/namespaces/1/enable ||
+	fail "namespace enable on $img"
+mkdir $cfg/ports/1
+echo rdma > $cfg/ports/1/addr_trtype
+echo ipv4 > $cfg/ports/1/addr_adrfam
+echo "$ip" > $cfg/ports/1/addr_traddr
+echo 4420 > $cfg/ports/1/addr_trsvcid
+nvmet_link
+nvme_connect "at first"
+
+# (1a) eth0 down and up under the writes.
+start_writer "$dev" 0
+wait_for 60 busy 0 || fail "NVMe: the writer to $dev completed no write" \
+	"with data moving on sroce0 in 60 s ($(writes) done)"
+conns=$(creating)
+flap NVMe
+at=$(writes)
+wait_for 60 resumed "$at" ||
+	fail "NVMe: writes stalled at $(writes) after eth0 came back"
+stop_writer || fail "NVMe: write $(cat $attempt) to $dev failed across" \
+	"eth0 down and up (dmesg: $(dmesg | tail -5))"
+n=$(writes)
+expect_eq "state of $ctrl after eth0 down and up" live \
+	"$(cat /sys/class/nvme/"$ctrl"/state)"
+note "NVMe: $ctrl connected its I/O queues $(($(creating) - conns)) more times"
+verify "NVMe target's file after eth0 down and up" $img "$n" -1
+nvme_disconnect "after eth0 down and up"
+nvme_connect "after eth0 down and up"
+verify "NVMe namespace read through a new connection" "$dev" "$n" -1 iflag=direct
+
+# (1b) rdma link delete and add under the writes.
+start_writer "$dev" "$n"
+wait_for 60 busy "$n" || fail "NVMe: the writer to $dev completed no write" \
+	"with data moving on sroce0 in 60 s after $n"
+link_delete NVMe
+wait_for 10 no_ctrl ||
+	fail "NVMe: controller $(ctrl_of) still there after sroce0 went"
+wait_for 60 writer_gone || fail "NVMe: the writer to $dev still runs" \
+	"$(tmo 60) s after its controller went: write $(cat $attempt) hangs"
+stop_writer && fail "NVMe: the writer ended without an error, its controller deleted"
+n=$(writes) a=$(cat $attempt)
+skip=-1
+[ "$a" -ge "$n" ] && skip=$((a % slices))	# write $a failed
+link_add sroce0 eth0
+# nvmet destroyed its listener with the device: link the port again.
+rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
+nvmet_link
+nvme_connect "after sroce0 came back"
+verify "NVMe target's file after rdma link delete" $img "$n" $skip
+verify "NVMe namespace read after rdma link delete" "$dev" "$n" $skip iflag=direct
+
+nvme_disconnect "at the end"
+rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
+rmdir $cfg/ports/1 || fail "rmdir nvmet port 1"
+echo 0 > $cfg/subsystems/$nqn/namespaces/1/enable || fail "disable the namespace"
+rmdir $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn ||
+	fail "remove the nvmet subsystem"
+for m in nvme-rdma nvmet-rdma nvmet; do
+	wait_for 30 unload $m || fail "modprobe -r $m: $(lsmod | grep nvme)"
+done
+wait_for 30 at_base
+baseline "after NVMe"
+expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
+rm -f $img
+
+# (2) NFSv4.2 over RDMA, as tests/cases/nfs_rdma.sh sets it up.
+mountd_ready() {
+	local f
+	for f in "/proc/$mountd_pid/fd"/*; do
+		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
+	done
+	return 1
+}
+grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
+nfsd_log() { echo "mountd: $(tail -5 /tmp/ulpf-mountd.log 2>/dev/null);" \
+	"dmesg: $(dmesg | tail -8)"; }
+nfs_mount() { # WHEN
+	local out
+	out=$(timeout "$(tmo 60)" mount -t nfs \
+		-o vers=4.2,proto=rdma,port=$nfs_port,hard "$ip:/" $mnt 2>&1) ||
+		fail "mount $ip:/ over RDMA $1: $out ($(nfsd_log))"
+	expect_eq "mountstats transport of $mnt $1" rdma "$(xprt_field 2)"
+}
+nfs_umount() { # WHEN
+	timeout "$(tmo 60)" umount $mnt || fail "umount $mnt $1 ($(nfsd_log))"
+}
+xprt_field() { # N: field N of $mnt's "xprt:" line (2: transport, 5: connects)
+	awk -v m=$mnt -v f="$1" '$1 == "device" { on = ($5 == m) }
+		on && $1 == "xprt:" { print $f; exit }' /proc/self/mountstats
+}
+
+modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
+mkdir -p $state/v4recovery $exp $mnt
+: > $state/etab
+: > $state/rmtab
+mount --bind $state /var/lib/nfs || fail "bind $state over /var/lib/nfs"
+mount -t tmpfs -o size=64m,mode=0777 tmpfs $exp || fail "tmpfs at $exp"
+mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
+	fail "mount nfsd filesystem at /proc/fs/nfsd"
+out=$(timeout "$(tmo 30)" exportfs -i \
+	-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
+	"$ip/32:$exp" 2>&1) || fail "exportfs $ip/32:$exp: $out"
+rpc.mountd -F -N 2 -N 3 -u > /tmp/ulpf-mountd.log 2>&1 &
+mountd_pid=$!
+wait_for 10 mountd_ready ||
+	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
+lease=$(tmo 30)
+[ "$lease" -le 3600 ] || lease=3600
+timeout "$(tmo 60)" rpc.nfsd -N 3 -V 4.2 -U -G 10 -L "$lease" 4 ||
+	fail "rpc.nfsd ($(nfsd_log))"
+if ! grep -qx "rdma $nfs_port" /proc/fs/nfsd/portlist; then
+	echo "rdma $nfs_port" > /proc/fs/nfsd/portlist ||
+		fail "echo rdma $nfs_port > /proc/fs/nfsd/portlist ($(nfsd_log))"
+fi
+echo Y > /proc/fs/nfsd/v4_end_grace 2>/dev/null
+wait_for 30 grace_over || fail "the NFSv4 grace period did not end"
+nfs_mount "at first"
+
+# (2a) eth0 down and up under the writes.
+truncate -s $((slices * smib))M $mnt/data || fail "make $mnt/data"
+start_writer $mnt/data 0
+wait_for 60 busy 0 || fail "NFS: the writer to $mnt completed no write" \
+	"with data moving on sroce0 in 60 s ($(writes) done)"
+conns=$(xprt_field 5)
+flap NFS
+at=$(writes)
+wait_for 60 resumed "$at" ||
+	fail "NFS: writes stalled at $(writes) after eth0 came back"
+stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
+	"eth0 down and up (a hard mount retries; $(nfsd_log))"
+n=$(writes)
+note "NFS: the transport connected $(($(xprt_field 5) - conns)) more times"
+verify "NFS server's copy after eth0 down and up" $exp/data "$n" -1
+nfs_umount "after eth0 down and up"
+nfs_mount "after eth0 down and up"
+verify "NFS file read through a new mount" $mnt/data "$n" -1 iflag=direct
+
+# (2b) rdma link delete and add under the writes.
+start_writer $mnt/data "$n"
+wait_for 60 busy "$n" || fail "NFS: the writer to $mnt completed no write" \
+	"with data moving on sroce0 in 60 s after $n"
+conns=$(xprt_field 5)
+link_delete NFS
+writer_gone && fail "NFS: the writer ended with sroce0 gone: write" \
+	"$(cat $attempt) failed (a hard mount stalls)"
+link_add sroce0 eth0
+at=$(writes) t=$SECONDS
+wait_for 90 resumed "$at" ||
+	fail "NFS: writes stalled at $(writes) $(tmo 90) s after sroce0 came back"
+note "NFS: writes resumed $((SECONDS - t)) s after sroce0 came back"
+stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
+	"rdma link delete (a hard mount stalls; $(nfsd_log))"
+n=$(writes)
+c=$(xprt_field 5)
+[ "$c" -gt "$conns" ] 2>/dev/null || fail "NFS: the transport's connect" \
+	"count is '$c' after sroce0 came back, was $conns: no new connection?"
+verify "NFS server's copy after rdma link delete" $exp/data "$n" -1
+nfs_umount "after rdma link delete"
+nfs_mount "after rdma link delete"
+verify "NFS file read through a new mount after rdma link delete" \
+	$mnt/data "$n" -1 iflag=direct
+
+nfs_umount "at the end"
+timeout "$(tmo 30)" exportfs -ua || fail "exportfs -ua"
+timeout "$(tmo 60)" rpc.nfsd 0 || fail "rpc.nfsd 0"
+kill "$mountd_pid"
+wait "$mountd_pid"
+mountd_pid=
+for m in /proc/fs/nfsd $exp /var/lib/nfs; do
+	umount "$m" || fail "umount $m after nfsd stopped"
+done
+wait_for 30 rmmod rpcrdma 2>/dev/null || fail "rmmod rpcrdma: refcount" \
+	"$(cat /sys/module/rpcrdma/refcnt 2>/dev/null)"
+# The transports go in work items after the last reference: give them time.
+wait_for 30 at_base
+baseline "after NFS"
+expect_eq "rdma_cm IDs on port $nfs_port after NFS" 0 "$(listeners $nfs_port)"
+link_delete "at the end"
