@@ -247,3 +247,34 @@ link_delete_after() {
 		fail "rdma link delete sroce0 after $1"
 	! ibdev_exists sroce0 || fail "sroce0 still exists after rdma link delete"
 }
+
+# mountd_ready PID: rpc.mountd (PID) holds the kernel's export cache
+# channel, without which the kernel caches a negative export entry
+mountd_ready() {
+	local f
+	for f in "/proc/$1/fd"/*; do
+		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
+	done
+	return 1
+}
+# grace_over: nfsd's NFSv4 grace period has ended
+grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
+
+# nfs_export STATE EXPORT MIB CLIENT: nfsd's state, writable, in STATE
+# (with the legacy v4recovery directory) bound over /var/lib/nfs; a tmpfs
+# of MIB MiB at EXPORT, exported to CLIENT/32 as the NFSv4 pseudo-root
+# (-i: not the host's /etc/exports; fsid=0: tmpfs has no UUID), mounted
+# by clients as IP:/; the nfsd filesystem mounted
+nfs_export() {
+	local out
+	mkdir -p "$1/v4recovery" "$2"
+	: > "$1/etab"
+	: > "$1/rmtab"
+	mount --bind "$1" /var/lib/nfs || fail "bind $1 over /var/lib/nfs"
+	mount -t tmpfs -o "size=${3}m,mode=0777" tmpfs "$2" || fail "tmpfs at $2"
+	mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
+		fail "mount nfsd filesystem at /proc/fs/nfsd"
+	out=$(timeout "$(tmo 30)" exportfs -i \
+		-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
+		"$4/32:$2" 2>&1) || fail "exportfs $4/32:$2: $out"
+}

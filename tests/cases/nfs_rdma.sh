@@ -80,16 +80,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# mountd_ready: rpc.mountd holds the kernel's export cache channels
-mountd_ready() {
-	local f
-	for f in "/proc/$mountd_pid/fd"/*; do
-		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
-	done
-	return 1
-}
 is_base() { [ "$(kernel_counts sroce0)" = "$base" ]; }
-grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
 listeners() { # the rdma_cm IDs bound to port $port
 	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$port( |\$)"
 }
@@ -114,23 +105,13 @@ modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
 
 # Server state, writable: /var/lib/nfs with the legacy v4recovery
 # directory, the exported tmpfs, the nfsd control filesystem.
-mkdir -p $state/v4recovery $exp $mnt
-: > $state/etab
-: > $state/rmtab
-mount --bind $state /var/lib/nfs || fail "bind $state over /var/lib/nfs"
-mount -t tmpfs -o size=256m,mode=0777 tmpfs $exp || fail "tmpfs at $exp"
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
-	fail "mount nfsd filesystem at /proc/fs/nfsd"
-# -i: not /etc/exports (the host's), only this one. fsid: tmpfs has no
-# UUID; fsid=0 makes it the NFSv4 pseudo-root, mounted as IP:/.
-out=$(timeout "$(tmo 30)" exportfs -i \
-	-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
-	"$ip/32:$exp" 2>&1) || fail "exportfs $ip/32:$exp: $out"
+mkdir -p $mnt
+nfs_export $state $exp 256 "$ip"
 expect_eq "exports in etab" 1 "$(grep -c "^$exp	" /var/lib/nfs/etab)"
 # NFSv4 only: no MOUNT protocol listener, no rpcbind.
 rpc.mountd -F -N 2 -N 3 -u > /tmp/nfs-mountd.log 2>&1 &
 mountd_pid=$!
-wait_for 10 mountd_ready ||
+wait_for 10 mountd_ready "$mountd_pid" ||
 	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
 lease=$(tmo 30)
 [ "$lease" -le 3600 ] || lease=3600

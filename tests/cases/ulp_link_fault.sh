@@ -388,14 +388,6 @@ expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
 rm -f $img
 
 # (2) NFSv4.2 over RDMA, as tests/cases/nfs_rdma.sh sets it up.
-mountd_ready() {
-	local f
-	for f in "/proc/$mountd_pid/fd"/*; do
-		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
-	done
-	return 1
-}
-grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
 nfsd_log() { echo "mountd: $(tail -5 /tmp/ulpf-mountd.log 2>/dev/null);" \
 	"dmesg: $(dmesg | tail -8)"; }
 nfs_mount() { # WHEN
@@ -414,19 +406,11 @@ xprt_field() { # N: field N of $mnt's "xprt:" line (2: transport, 5: connects)
 }
 
 modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
-mkdir -p $state/v4recovery $exp $mnt
-: > $state/etab
-: > $state/rmtab
-mount --bind $state /var/lib/nfs || fail "bind $state over /var/lib/nfs"
-mount -t tmpfs -o size=64m,mode=0777 tmpfs $exp || fail "tmpfs at $exp"
-mountpoint -q /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd ||
-	fail "mount nfsd filesystem at /proc/fs/nfsd"
-out=$(timeout "$(tmo 30)" exportfs -i \
-	-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
-	"$ip/32:$exp" 2>&1) || fail "exportfs $ip/32:$exp: $out"
+mkdir -p $mnt
+nfs_export $state $exp 64 "$ip"
 rpc.mountd -F -N 2 -N 3 -u > /tmp/ulpf-mountd.log 2>&1 &
 mountd_pid=$!
-wait_for 10 mountd_ready ||
+wait_for 10 mountd_ready "$mountd_pid" ||
 	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
 lease=$(tmo 30)
 [ "$lease" -le 3600 ] || lease=3600

@@ -39,16 +39,6 @@ nfs_mnt=/tmp/pair-nfs-mnt	# the client's mount point
 half=$((32 * 1024 * 1024))
 export dev nfs_port nfs_exp nfs_state nfs_mountd_log nfs_mnt half
 
-# mountd_ready: rpc.mountd ($mountd_pid) holds the kernel's export cache
-# channel, without which the kernel caches a negative export entry
-mountd_ready() {
-	local f
-	for f in "/proc/$mountd_pid/fd"/*; do
-		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
-	done
-	return 1
-}
-grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
 # nfsd_explain MESSAGE...: explain, with rpc.mountd's last words
 nfsd_explain() {
 	explain "$*; rpc.mountd: $(tail -n 3 $nfs_mountd_log 2>/dev/null)"
@@ -92,7 +82,7 @@ nfsd_start() {
 		{ echo "exportfs $PEER4/32:$nfs_exp: $out"; return 1; }
 	rpc.mountd -F -N 2 -N 3 -u < /dev/null > $nfs_mountd_log 2>&1 &
 	mountd_pid=$!
-	wait_for 10 mountd_ready ||
+	wait_for 10 mountd_ready "$mountd_pid" ||
 		{ nfsd_explain "rpc.mountd did not open the export cache channel"; return 1; }
 	lease=$(tmo 30)
 	[ "$lease" -le 3600 ] || lease=3600
