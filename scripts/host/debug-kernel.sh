@@ -90,6 +90,10 @@ CONFIG_SUNRPC_XPRT_RDMA=m
 CONFIG_TARGET_CORE=m
 CONFIG_TCM_FILEIO=m
 CONFIG_ISCSI_TARGET=m
+# open-iscsi's iscsiadm makes a new iface with its default transport, tcp,
+# and loads iscsi_tcp for it before the iface is switched to iser (Debian
+# builds it; without it "iface ... to transport iser" fails).
+CONFIG_ISCSI_TCP=m
 CONFIG_INFINIBAND_ISER=m
 CONFIG_INFINIBAND_ISERT=m
 CONFIG_INFINIBAND_SRP=m
