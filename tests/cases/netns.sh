@@ -156,14 +156,18 @@ under_traffic() {
 }
 
 # nothing_left: no sroce device, nothing holds the module, no net_device
-# waits for a reference
+# waits for a reference: no "waiting" line in the kernel log beyond those
+# an earlier case left there (the log is the whole run's)
+waits() { dmesg | grep -c 'unregister_netdevice: waiting'; }
+waits_before=$(waits)
 nothing_left() {
 	wait_for 30 sh -c '! rdma link show | grep -q "sroce"' ||
 		fail "sroce links left after $1: $(rdma link show)"
 	wait_for 30 sh -c '[ "$(cat /sys/module/sroce/refcnt)" = 0 ]' ||
 		fail "sroce still referenced after $1: $(cat /sys/module/sroce/refcnt)"
-	! dmesg | grep -q 'unregister_netdevice: waiting' ||
-		fail "a net_device waits for a reference after $1"
+	[ "$(waits)" -le "$waits_before" ] ||
+		fail "a net_device waits for a reference after $1:" \
+			"$(dmesg | grep 'unregister_netdevice: waiting' | tail -3)"
 }
 
 # --- shared mode (the default) ---
