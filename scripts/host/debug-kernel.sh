@@ -58,6 +58,10 @@ CONFIG_PROC_PAGE_MONITOR=y
 CONFIG_NET_NS=y
 CONFIG_IPV6=y
 CONFIG_VETH=m
+# VLANs (issue 36: port_down_loopback.sh's eth0.77, tests/pair/vlan.sh)
+# and vlan.sh's macvlan step: sroce's VLAN paths under KASAN and lockdep.
+CONFIG_VLAN_8021Q=m
+CONFIG_MACVLAN=m
 CONFIG_NET_SCHED=y
 CONFIG_NET_SCH_NETEM=m
 # loss.sh puts netem on RoCE only: a prio qdisc and a u32 filter.
