@@ -215,6 +215,13 @@ struct sroce_swqe {
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left for the oldest WQE
  * @nak_psn: the PSN of the last sequence NAK
+ * @ghost_lo: the first PSN the go-backs of the loss episode sent again
+ *	(the lowest of their starts)
+ * @ghost_hi: one past the last: @psn_hi at the latest of them
+ * @ghost_left: answers to those PSNs that may still come after their WQE
+ *	completed and restart the transport timer; 0: no episode (no
+ *	go-back since the SQ PSN was set, an answer at or past @ghost_hi
+ *	came, or as many such answers as PSNs sent again)
  * @rnr_wait: sending is paused until @timer fires
  * @deadline: when the transport timer expires (jiffies), pushed forward
  *	on progress without touching the timer itself
@@ -231,6 +238,9 @@ struct sroce_req {
 	u32 noack_pkts;
 	u32 acked_psn;
 	u32 nak_psn;
+	u32 ghost_lo;
+	u32 ghost_hi;
+	u32 ghost_left;
 	u8 retries;
 	u8 rnr_retries;
 	bool retry_on;

@@ -9,6 +9,13 @@
 #include "sroce_task.h"
 #include "sroce.h"
 
+/*
+ * The widest span of PSNs one loss episode's go-backs may have sent again
+ * (a READ's responses at most) and the most answers to them that restart
+ * the transport timer (sroce_comp_ghost_add()).
+ */
+#define SROCE_GHOST_MAX_PSNS SROCE_MAX_MSG_PKTS
+
 /* RNR NAK timer field (IB spec) in microseconds. */
 static const u32 sroce_rnr_usecs[32] = {
 	655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960,
@@ -186,6 +193,36 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 }
 
 /*
+ * A go-back sends again from req.psn to psn_hi, and the responder may
+ * answer each of those PSNs again after its WQE has completed
+ * (sroce_comp_ghost_alive()). They join the loss episode: its span keeps
+ * the lowest start of its go-backs and ends at psn_hi, and each PSN sent
+ * again allows one such answer. An episode that would span more than
+ * SROCE_GHOST_MAX_PSNS starts over from this go-back, or ends if this one
+ * alone is wider.
+ */
+static void sroce_comp_ghost_add(struct sroce_qp *qp)
+{
+	u32 hi = qp->req.psn_hi;
+	u32 span = (hi - qp->req.psn) & SROCE_PSN_MASK;
+	u32 kept = (hi - qp->req.ghost_lo) & SROCE_PSN_MASK;
+
+	if (!qp->req.ghost_left || kept > SROCE_GHOST_MAX_PSNS) {
+		qp->req.ghost_left = 0;
+		kept = 0;
+	}
+	if (span > SROCE_GHOST_MAX_PSNS) {
+		qp->req.ghost_left = 0;
+		return;
+	}
+	if (span > kept)
+		qp->req.ghost_lo = qp->req.psn;
+	qp->req.ghost_hi = hi;
+	qp->req.ghost_left = min_t(u32, qp->req.ghost_left + span,
+				   SROCE_GHOST_MAX_PSNS);
+}
+
+/*
  * Send again from the first packet of the WQE holding @psn. WQEs in
  * [sq_comp, req.next) are fully sent; req.next may be partly sent.
  */
@@ -246,6 +283,7 @@ static void sroce_go_back(struct sroce_qp *qp, u32 psn)
 				qp->req.sent = sent;
 			}
 		}
+		sroce_comp_ghost_add(qp);
 	}
 }
 
@@ -512,6 +550,37 @@ static bool sroce_comp_psn_valid(struct sroce_qp *qp, u32 psn)
 	       sroce_psn_before(psn, qp->req.psn_hi);
 }
 
+/*
+ * An answer, again, to a request that has completed: a responder replays
+ * its answers to duplicates in order, so after a go-back, a slow one
+ * (a debug kernel: 3.5 ms a packet) answers the requests sent before
+ * for longer than the timeout, before the request asked again. That is
+ * not silence: the timer starts over (the retries do not), or each
+ * timeout would send the window again behind the last, and the queue of
+ * replays would grow until the retries ran out (make check-debug, READs
+ * to rdma_rxe under loss).
+ *
+ * Only an answer to a PSN a go-back of the episode sent again counts
+ * (ghost_lo <= @psn < ghost_hi, and before the oldest WQE's first PSN),
+ * and at most one per such PSN: anything else is stale or forged. A
+ * forger who knows the QPN but not the PSNs hits that span once in
+ * 2^24 / (its width) tries, and holds the timer off for at most one
+ * timeout per PSN sent again; without a go-back, not at all.
+ */
+static void sroce_comp_ghost_alive(struct sroce_qp *qp, u32 psn)
+{
+	struct sroce_send_wqe *wqe;
+	struct sroce_swqe *sw = sroce_oldest(qp, &wqe);
+
+	if (!sw || !qp->req.ghost_left ||
+	    sroce_psn_before(psn, qp->req.ghost_lo) ||
+	    !sroce_psn_before(psn, qp->req.ghost_hi) ||
+	    !sroce_psn_before(psn, sw->first_psn))
+		return;
+	qp->req.ghost_left--;
+	sroce_comp_arm_retry(qp);
+}
+
 /* The peer has every PSN before @next: the send window moves on. */
 static void sroce_comp_acked(struct sroce_qp *qp, u32 next)
 {
@@ -539,6 +608,7 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 		return;
 	}
 	if (!sroce_comp_psn_valid(qp, SROCE_PKT(skb)->psn)) {
+		sroce_comp_ghost_alive(qp, SROCE_PKT(skb)->psn);
 		sroce_drop_qp(qp, SROCE_CNT_DROP_GHOST_RESP,
 			      "response %#x psn %u dropped: not for a request outstanding\n",
 			      opcode, SROCE_PKT(skb)->psn);
@@ -565,6 +635,12 @@ void sroce_comp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
 	 * on progress (sroce_comp_progress()).
 	 */
 	sroce_comp_arm_retry(qp);
+	/*
+	 * An answer past what the episode's go-backs sent again: the
+	 * responder, answering in order, has replayed all it will.
+	 */
+	if (!sroce_psn_before(SROCE_PKT(skb)->psn, qp->req.ghost_hi))
+		qp->req.ghost_left = 0;
 
 	switch (SROCE_OP_BASE(opcode)) {
 	case SROCE_RC_ACK:
