@@ -155,16 +155,23 @@ struct sroce_cq {
 	struct sroce_kmem kmem;
 };
 
-/* A RoCEv2 destination: what a connected QP's (or an AH's) path needs. */
+/*
+ * A RoCEv2 destination: what a connected QP's (or an AH's) path needs.
+ * @ifindex and @vlan_id are the source GID's net_device as it was when the
+ * path was set (sroce_gid_egress()), as an adapter keeps a QP's VLAN in its
+ * context.
+ */
 struct sroce_av {
 	union ib_gid sgid;
 	union ib_gid dgid;
 	enum rdma_network_type net_type;	/* IPv4 or IPv6 */
 	u32 flow_label;
+	int ifindex;		/* packets leave through it */
+	u16 vlan_id;		/* its VLAN ID, or 0xffff: not a VLAN */
 	u8 sgid_index;
 	u8 hop_limit;
 	u8 traffic_class;
-	u8 sl;
+	u8 sl;			/* skb->priority: the VLAN's egress map */
 	u8 dmac[ETH_ALEN];
 };
 

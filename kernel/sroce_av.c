@@ -13,17 +13,23 @@
  * @av: filled on success
  * @attr: an ah_attr whose GRH and sgid_attr ib_core has resolved
  *
- * Return: 0, or -EINVAL unless the source GID is a RoCEv2 GID of our port.
+ * Return: 0, or -EINVAL unless the source GID is a RoCEv2 GID of our port
+ * on a net_device we send through (sroce_gid_egress()), -ENODEV if its
+ * net_device is gone.
  */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(attr);
 	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
+	int err;
 
 	if (!(rdma_ah_get_ah_flags(attr) & IB_AH_GRH) || !sgid_attr ||
 	    sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP ||
 	    rdma_ah_get_port_num(attr) != SROCE_PORT)
 		return -EINVAL;
+	err = sroce_gid_egress(to_sdev(sgid_attr->device), sgid_attr, av);
+	if (err)
+		return err;
 
 	av->net_type = rdma_gid_attr_network_type(sgid_attr);
 	av->sgid = sgid_attr->gid;

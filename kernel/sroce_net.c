@@ -5,9 +5,15 @@
  *
  * Packets to one of the device's own GIDs never touch the network stack:
  * they are handed to the receive path directly (loopback).
+ *
+ * A GID is an address of the bound net_device or of a VLAN device on it
+ * (ib_core's GID table says which, in its gid_attr's ndev). Its packets
+ * leave through that device, so that a VLAN's are tagged, and are taken
+ * only when they arrive on it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/module.h>
@@ -400,7 +406,8 @@ struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 {
 	unsigned int hdr_len = sroce_opinfo[opcode].hdr_len;
 	unsigned int pad = (4 - (paylen & 3)) & 3;
-	unsigned int headroom = LL_RESERVED_SPACE(sdev->ndev) +
+	/* A VLAN device puts its tag before the IP header. */
+	unsigned int headroom = LL_RESERVED_SPACE_EXTRA(sdev->ndev, VLAN_HLEN) +
 				sizeof(struct ipv6hdr) + sizeof(struct udphdr);
 	struct sroce_bth *bth;
 	struct sk_buff *skb;
@@ -495,7 +502,7 @@ static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 
 	if (av->net_type == RDMA_NETWORK_IPV4) {
 		struct flowi4 fl4 = {
-			.flowi4_oif = sdev->ndev->ifindex,
+			.flowi4_oif = av->ifindex,
 			.flowi4_proto = IPPROTO_UDP,
 			.saddr = *(__be32 *)&av->sgid.raw[12],
 			.daddr = *(__be32 *)&av->dgid.raw[12],
@@ -507,7 +514,7 @@ static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 		dst = &rt->dst;
 	} else {
 		struct flowi6 fl6 = {
-			.flowi6_oif = sdev->ndev->ifindex,
+			.flowi6_oif = av->ifindex,
 			.flowi6_proto = IPPROTO_UDP,
 		};
 
@@ -524,7 +531,17 @@ static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 			return err;
 		}
 	}
+	/*
+	 * An IPv6 route with a source address takes the oif as a preference
+	 * only: a packet of a VLAN's GID that the routes send elsewhere
+	 * would leave untagged (or on another VLAN) with the VLAN's address.
+	 */
+	if (dst->dev->ifindex != av->ifindex) {
+		dst_release(dst);
+		return -ENETUNREACH;
+	}
 	skb_dst_set(skb, dst);
+	skb->dev = dst->dev;
 	return 0;
 }
 
@@ -575,7 +592,12 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 
 	/* skb->cb held our packet state; the IP layer reads its own there. */
 	memset(skb->cb, 0, sizeof(skb->cb));
-	skb->dev = sdev->ndev;
+	/*
+	 * The SL is the packet's priority, which a VLAN device's egress map
+	 * turns into the tag's 802.1p bits (none by default: PCP 0) and
+	 * qdiscs into a traffic class; DSCP and ECN are the traffic class's.
+	 */
+	skb->priority = av->sl;
 	err = sroce_route(sdev, av, skb);
 	if (err) {
 		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
@@ -607,4 +629,57 @@ bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
 		return false;
 	rdma_put_gid_attr(attr);
 	return true;
+}
+
+/*
+ * Does @sdev send and receive through @ndev: its own net_device or a VLAN
+ * device on it (vlan_dev_real_dev() is the lowest real device, so stacked
+ * VLANs too), in the namespace of its sockets? ib_core also makes GIDs for
+ * the addresses of other upper devices (macvlan, ipvlan, a bridge or bond
+ * that the net_device is a port of), and keeps those of a VLAN device
+ * moved to another namespace; their packets never reach our sockets.
+ */
+static bool sroce_ndev_is_ours(struct sroce_dev *sdev,
+			       struct net_device *ndev)
+{
+	if (!net_eq(dev_net(ndev), sdev->sn->net))
+		return false;
+	if (is_vlan_dev(ndev))
+		ndev = vlan_dev_real_dev(ndev);
+	return ndev == sdev->ndev;
+}
+
+/**
+ * sroce_gid_egress - the net_device a source GID's packets leave through
+ * @sdev: the device
+ * @attr: a GID of @sdev's port, held by the caller
+ * @av: its @ifindex and @vlan_id are set
+ *
+ * The GID's own net_device, as ib_core's GID table has it: a VLAN device
+ * tags the packets (a RoCE adapter sends a VLAN GID's packets tagged, and a
+ * peer that checks the arrival device, rdma_rxe or an adapter, takes them
+ * only so); the bound net_device sends them untagged. Kept by ifindex, not
+ * by reference: a device that goes away leaves the path without a route.
+ *
+ * Return: 0; -EINVAL for a GID of a device we would not receive on
+ * (sroce_ndev_is_ours()); -ENODEV if the GID or its device is gone.
+ */
+int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
+		     struct sroce_av *av)
+{
+	struct net_device *ndev;
+	int err = 0;
+
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (IS_ERR(ndev)) {
+		err = -ENODEV;
+	} else if (!sroce_ndev_is_ours(sdev, ndev)) {
+		err = -EINVAL;
+	} else {
+		av->ifindex = ndev->ifindex;
+		av->vlan_id = rdma_vlan_dev_vlan_id(ndev);
+	}
+	rcu_read_unlock();
+	return err;
 }
