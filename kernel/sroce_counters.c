@@ -35,6 +35,7 @@ const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_DROP_NO_QP].name = "drop_no_qp",
 	[SROCE_CNT_DROP_QP_STATE].name = "drop_qp_state",
 	[SROCE_CNT_DROP_BAD_SOURCE].name = "drop_bad_source",
+	[SROCE_CNT_DROP_BAD_DEST].name = "drop_bad_dest",
 	[SROCE_CNT_DROP_GHOST_RESP].name = "drop_ghost_response",
 	[SROCE_CNT_DROP_UC_MSG].name = "drop_uc_message",
 	[SROCE_CNT_DROP_RX_FULL].name = "drop_rx_queue_full",

@@ -39,6 +39,7 @@ enum sroce_counter {
 	SROCE_CNT_DROP_NO_QP,		/* dropped: no such QP */
 	SROCE_CNT_DROP_QP_STATE,	/* dropped: QP state or transport */
 	SROCE_CNT_DROP_BAD_SOURCE,	/* dropped: not from a connected QP's peer */
+	SROCE_CNT_DROP_BAD_DEST,	/* dropped: not to a GID of its arrival device */
 	SROCE_CNT_DROP_GHOST_RESP,	/* dropped: response to nothing sent */
 	SROCE_CNT_DROP_UC_MSG,		/* UC packets dropped: bad, or no message */
 	SROCE_CNT_DROP_RX_FULL,		/* dropped: the QP's receive queue full */

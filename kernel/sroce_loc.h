@@ -41,7 +41,7 @@ int sroce_net_init(void);
 void sroce_net_exit(void);
 int sroce_net_attach(struct sroce_dev *sdev);
 void sroce_net_detach(struct sroce_dev *sdev);
-void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc);
+void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire);
 struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 				const struct sroce_av *av, u8 opcode, u32 psn,
 				u32 paylen);

@@ -103,21 +103,68 @@ bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
 	return !memcmp(gid->raw, &ipv6_hdr(skb)->saddr, sizeof(gid->raw));
 }
 
+/*
+ * Does @sdev send and receive through @ndev: its own net_device or a VLAN
+ * device on it (vlan_dev_real_dev() is the lowest real device, so stacked
+ * VLANs too), in the namespace of its sockets? ib_core also makes GIDs for
+ * the addresses of other upper devices (macvlan, ipvlan, a bridge or bond
+ * that the net_device is a port of), and keeps those of a VLAN device
+ * moved to another namespace; their packets never reach our sockets.
+ */
+static bool sroce_ndev_is_ours(struct sroce_dev *sdev,
+			       struct net_device *ndev)
+{
+	if (!net_eq(dev_net(ndev), sdev->sn->net))
+		return false;
+	if (is_vlan_dev(ndev))
+		ndev = vlan_dev_real_dev(ndev);
+	return ndev == sdev->ndev;
+}
+
+/*
+ * Was a packet from the network sent to one of @sdev's GIDs on the
+ * net_device it arrived on? A VLAN's GID is taken only tagged with that
+ * VLAN, the bound device's only untagged, as ib_core's GID attributes
+ * say (rdma_rxe checks the same). Multicast is the groups' business
+ * (sroce_mcast_rcv()). Softirq: the GID table's lock is taken with
+ * interrupts off, and a GID entry's last put is deferred to a work item.
+ */
+static bool sroce_pkt_to_arrival_gid(struct sroce_dev *sdev,
+				     struct sk_buff *skb)
+{
+	const struct ib_gid_attr *attr;
+	union ib_gid dgid;
+
+	if (!sroce_ndev_is_ours(sdev, skb->dev))
+		return false;
+	sroce_pkt_dgid(skb, &dgid);
+	if (rdma_is_multicast_addr((struct in6_addr *)dgid.raw))
+		return true;
+	attr = rdma_find_gid_by_port(&sdev->ibdev, &dgid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, SROCE_PORT,
+				     skb->dev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}
+
 /**
  * sroce_rcv - take a received packet
  * @sdev: the device it arrived on
  * @skb: the packet; data at the BTH, network header set, ICRC at the end
- * @check_icrc: verify the ICRC (false for loopback, which computed it)
+ * @wire: it came from the network: check its destination and ICRC (false
+ *        for loopback, which computed the ICRC and chose a GID of ours)
  *
- * Drops what is malformed, for no QP or for a full receive queue (each
- * counted by reason); queues the rest to its QP and
+ * Drops what is malformed, not for this device, for no QP or for a full
+ * receive queue (each counted by reason); queues the rest to its QP and
  * schedules the QP's engine. Any context.
  */
-void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
+void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 {
 	struct sroce_pkt *pkt = SROCE_PKT(skb);
 	/* skb->cb is ours only when we sent the packet (loopback) */
-	struct sroce_inline *inl = check_icrc ? NULL : pkt->inl;
+	struct sroce_inline *inl = wire ? NULL : pkt->inl;
 	enum sroce_counter why = SROCE_CNT_DROP_MALFORMED;
 	const struct sroce_opinfo *info;
 	struct sroce_qp *qp;
@@ -125,6 +172,10 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	unsigned int pad, len;
 	__le32 icrc;
 
+	if (wire && !sroce_pkt_to_arrival_gid(sdev, skb)) {
+		why = SROCE_CNT_DROP_BAD_DEST;
+		goto drop;
+	}
 	if (skb_linearize(skb))
 		goto drop;
 	len = skb->len;
@@ -137,7 +188,7 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool check_icrc)
 	    len < info->hdr_len + pad + SROCE_ICRC_LEN ||
 	    (bth->flags & 0x0f) != 0)
 		goto drop;
-	if (check_icrc) {
+	if (wire) {
 		memcpy(&icrc, skb->data + len - SROCE_ICRC_LEN, sizeof(icrc));
 		if (icrc != sroce_icrc(skb)) {
 			why = SROCE_CNT_ICRC_ERR;
@@ -204,10 +255,17 @@ static bool sroce_is_ours(struct ib_device *ibdev)
 
 static int sroce_udp_encap_recv(struct sock *sk, struct sk_buff *skb)
 {
+	struct net_device *ndev = skb->dev;
 	struct ib_device *ibdev;
 
+	/*
+	 * A packet tagged for a VLAN of our net_device arrives on the VLAN's
+	 * device; sroce_rcv() checks that it was for that VLAN's GID.
+	 */
+	if (is_vlan_dev(ndev))
+		ndev = vlan_dev_real_dev(ndev);
 	/* UDP has trimmed the skb to the datagram; data is at its header. */
-	ibdev = ib_device_get_by_netdev(skb->dev, RDMA_DRIVER_UNKNOWN);
+	ibdev = ib_device_get_by_netdev(ndev, RDMA_DRIVER_UNKNOWN);
 	if (!ibdev)
 		goto drop;
 	if (!sroce_is_ours(ibdev)) {
@@ -629,24 +687,6 @@ bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
 		return false;
 	rdma_put_gid_attr(attr);
 	return true;
-}
-
-/*
- * Does @sdev send and receive through @ndev: its own net_device or a VLAN
- * device on it (vlan_dev_real_dev() is the lowest real device, so stacked
- * VLANs too), in the namespace of its sockets? ib_core also makes GIDs for
- * the addresses of other upper devices (macvlan, ipvlan, a bridge or bond
- * that the net_device is a port of), and keeps those of a VLAN device
- * moved to another namespace; their packets never reach our sockets.
- */
-static bool sroce_ndev_is_ours(struct sroce_dev *sdev,
-			       struct net_device *ndev)
-{
-	if (!net_eq(dev_net(ndev), sdev->sn->net))
-		return false;
-	if (is_vlan_dev(ndev))
-		ndev = vlan_dev_real_dev(ndev);
-	return ndev == sdev->ndev;
 }
 
 /**
