@@ -297,6 +297,9 @@ static int sroce_wc_flags(const struct sroce_cqe *cqe)
 		flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 	if (is_valid_ether_addr(cqe->smac))
 		flags |= IB_WC_WITH_SMAC;
+	/* ib_mad's answers are sent from the GID of this VLAN */
+	if (cqe->vlan_valid)
+		flags |= IB_WC_WITH_VLAN;
 	return flags;
 }
 
@@ -323,6 +326,7 @@ static void sroce_cqe_to_wc(const struct sroce_cqe *cqe, struct ib_qp *qp,
 	wc->port_num = SROCE_PORT;
 	ether_addr_copy(wc->smac, cqe->smac);
 	wc->network_hdr_type = cqe->network_hdr_type;
+	wc->vlan_id = cqe->vlan_id;
 }
 
 /**

@@ -168,10 +168,12 @@ struct sroce_pkt {
 	u32 psn;
 	u32 paylen;		/* payload bytes, without pad */
 	u16 hdr_len;		/* BTH and extended headers */
+	u16 vlan_id;		/* received on this VLAN, or 0xffff: none */
 	u8 opcode;
 };
 
 #define SROCE_PKT(skb) ((struct sroce_pkt *)(skb)->cb)
+static_assert(sizeof(struct sroce_pkt) <= sizeof_field(struct sk_buff, cb));
 
 static inline void *sroce_pkt_hdr(struct sk_buff *skb, u32 which)
 {

@@ -198,6 +198,12 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 
 	pkt->opcode = bth->opcode;
 	pkt->psn = be32_to_cpu(bth->apsn) & SROCE_PSN_MASK;
+	/*
+	 * For UD completions (ib_init_ah_attr_from_wc() finds the GID to
+	 * answer from by it): taken now, as skb->dev may be gone by then.
+	 */
+	if (wire)
+		pkt->vlan_id = rdma_vlan_dev_vlan_id(skb->dev);
 	pkt->hdr_len = info->hdr_len;
 	pkt->paylen = len - info->hdr_len - pad - SROCE_ICRC_LEN;
 	if ((be32_to_cpu(bth->qpn) & SROCE_QPN_MASK) == SROCE_MCAST_QPN) {
@@ -491,6 +497,8 @@ struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 	SROCE_PKT(skb)->hdr_len = hdr_len;
 	SROCE_PKT(skb)->paylen = paylen;
 	SROCE_PKT(skb)->qp = NULL;
+	/* Looped back, it arrives on the VLAN it is sent on. */
+	SROCE_PKT(skb)->vlan_id = av->vlan_id;
 	skb->protocol = htons(av->net_type == RDMA_NETWORK_IPV4 ? ETH_P_IP :
 								 ETH_P_IPV6);
 	return skb;

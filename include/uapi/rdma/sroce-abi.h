@@ -120,7 +120,10 @@ struct sroce_cqe {
 	/* UD receives: enum rdma_network_type of the packet, its source MAC */
 	__u8 network_hdr_type;
 	__u8 smac[6];
-	__u8 reserved[11];
+	/* UD receives: 1 if it arrived on a VLAN device, and its VLAN ID */
+	__u8 vlan_valid;
+	__u16 vlan_id;
+	__u8 reserved[8];
 };
 
 /* Where a ring is and its geometry. */
