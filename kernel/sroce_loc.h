@@ -50,7 +50,7 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid);
 int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
 		     struct sroce_av *av);
-bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid);
+bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av);
 
 /* sroce_icrc.c */
 __le32 sroce_icrc(struct sk_buff *skb);

@@ -88,19 +88,34 @@ static void sroce_pkt_dgid(struct sk_buff *skb, union ib_gid *gid)
 		memcpy(gid->raw, &ipv6_hdr(skb)->daddr, sizeof(gid->raw));
 }
 
-/**
- * sroce_pkt_from - was a received packet sent from @gid?
- * @skb: the packet, its network header set
- * @gid: a RoCEv2 GID (IPv4-mapped for IPv4)
- *
- * Return: true if the packet's source IP address is @gid's.
- */
-bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
+/* Was a received packet sent from @gid (IPv4-mapped for IPv4)? */
+static bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
 {
 	if (ip_hdr(skb)->version == 4)
 		return ipv6_addr_v4mapped((const struct in6_addr *)gid->raw) &&
 		       !memcmp(&gid->raw[12], &ip_hdr(skb)->saddr, 4);
 	return !memcmp(gid->raw, &ipv6_hdr(skb)->saddr, sizeof(gid->raw));
+}
+
+/**
+ * sroce_pkt_on_path - was a received packet sent along a connected path?
+ * @skb: the packet, its network header set
+ * @av: the path: the peer's GID and ours
+ *
+ * As sroce_rcv() took it only on the net_device of its destination GID,
+ * a QP whose GID is a VLAN's takes nothing that came from elsewhere (a
+ * peer on another VLAN or untagged, sending to another GID of ours).
+ *
+ * Return: true if the packet's source address is @av's dgid and its
+ * destination @av's sgid.
+ */
+bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av)
+{
+	union ib_gid dgid;
+
+	sroce_pkt_dgid(skb, &dgid);
+	return sroce_pkt_from(skb, &av->dgid) &&
+	       !memcmp(dgid.raw, av->sgid.raw, sizeof(dgid.raw));
 }
 
 /*

@@ -136,9 +136,10 @@ static void sroce_qp_purge(struct sroce_qp *qp)
 #define SROCE_RX_BUDGET 64
 
 /*
- * A connected QP takes packets from its peer only (the address its path
- * names), as a RoCE NIC matches a connection; anything else is forged or
- * astray. Before RTR there is no path, and the state checks drop it all.
+ * A connected QP takes packets from its peer only, sent to its own GID
+ * (the addresses its path names), as a RoCE NIC matches a connection and
+ * rdma_rxe's check_addr() does; anything else is forged or astray. Before
+ * RTR there is no path, and the state checks drop it all.
  */
 static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
 {
@@ -149,7 +150,7 @@ static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
 	case IB_QPS_INIT:
 		return true;
 	default:
-		return sroce_pkt_from(skb, &qp->av.dgid);
+		return sroce_pkt_on_path(skb, &qp->av);
 	}
 }
 
