@@ -674,11 +674,12 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	/* skb->cb held our packet state; the IP layer reads its own there. */
 	memset(skb->cb, 0, sizeof(skb->cb));
 	/*
-	 * The SL is the packet's priority, which a VLAN device's egress map
-	 * turns into the tag's 802.1p bits (none by default: PCP 0) and
-	 * qdiscs into a traffic class; DSCP and ECN are the traffic class's.
+	 * The SL (4 bits; ib_core passes whatever u8 the user gave) is the
+	 * packet's priority, which a VLAN device's egress map turns into the
+	 * tag's 802.1p bits (an empty map, the default: PCP 0) and a qdisc
+	 * into a band or traffic class. DSCP and ECN are the traffic class's.
 	 */
-	skb->priority = av->sl;
+	skb->priority = av->sl & 0xf;
 	err = sroce_route(sdev, av, skb);
 	if (err) {
 		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
