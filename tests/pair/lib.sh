@@ -25,11 +25,16 @@ rdma_up() {
 		echo "$dev has no RoCEv2 GID for $MY4" >&2; return 1; }
 }
 
-# roce_v2_gid_index DEV IPV4: the GID table index of ::ffff:IPV4, RoCE v2
+# roce_v2_gid_index DEV ADDR: the GID table index of ADDR, RoCE v2 (an
+# IPv4 address: ::ffff:ADDR)
 roce_v2_gid_index() {
 	local want p f n
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
-		${2//./ })
+	case $2 in
+	*:*) want=$(/usr/bin/python3 -c 'import ipaddress, sys
+print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2") || return 1 ;;
+	*) want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' \
+		${2//./ }) ;;
+	esac
 	p=/sys/class/infiniband/$1/ports/1
 	wait_for 10 grep -qx "$want" "$p"/gids/* 2>/dev/null || return 1
 	for f in "$p"/gids/*; do

@@ -1,0 +1,189 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+# RoCE over a VLAN (issue 36), between two VMs each with the RDMA device
+# $KIND on eth0 and a VLAN device eth0.100 on it (10.60.0.N, fd00:60::N,
+# the egress map giving PCP = priority, so PCP = SL), beside the untagged
+# addresses of eth0 (10.0.3.N). First, VM a captures RC and UD pingpongs
+# over the VLAN's IPv4 and IPv6 GIDs and over the untagged GID, all with
+# SL 3: every packet of the VLAN's addresses must carry VID 100 and PCP 3
+# (0 from rdma_rxe, which sends priority 0 whatever the SL), every packet
+# of eth0's none. Then, with each VM as server: RC, UC and UD pingpongs
+# with buffer checks and sroce-wire (RDMA WRITE, READ, SEND and atomics,
+# every byte checked) over the VLAN GIDs; rping (IPv4, IPv6), ucmatose
+# and udaddy bound to the VLAN's addresses; RC over the VLAN and the
+# untagged GID at once. Last, VM b sends VM a's victim QP (on its VLAN
+# GID) RDMA WRITEs on the wrong VLAN, untagged, or to the wrong GID
+# (vlan_dest.py): each dropped and counted by drop_bad_dest or
+# drop_bad_source, not a byte landed, and drop_bad_dest counted nothing
+# else all along.
+# shellcheck source=SCRIPTDIR/lib.sh
+. "$(dirname "$0")/lib.sh"
+mkdir -p /tmp/out
+rdma_up || { echo "FAIL $KIND up"; exit 1; }
+n=${MY4##*.} p=${PEER4##*.}
+myv4=10.60.0.$n peerv4=10.60.0.$p myv6=fd00:60::$n peerv6=fd00:60::$p
+sl=3
+
+# eth0.100 with the identity egress map (priority N -> PCP N, as RoCE
+# adapters send the SL); eth0.200, on VM a the device that makes VID 200
+# frames reach the IP stack (and so sroce, which must refuse them).
+modprobe 8021q
+ip link add link eth0 name eth0.100 type vlan id 100 \
+	egress-qos-map 0:0 1:1 2:2 3:3 4:4 5:5 6:6 7:7 &&
+	ip addr add "$myv4/24" dev eth0.100 &&
+	ip -6 addr add "$myv6/64" dev eth0.100 nodad &&
+	ip link set eth0.100 up &&
+	ip link add link eth0 name eth0.200 type vlan id 200 &&
+	ip addr add "10.61.0.$n/24" dev eth0.200 &&
+	ip link set eth0.200 up || { echo "FAIL VLAN devices"; exit 1; }
+vgidx=$(roce_v2_gid_index "$dev" "$myv4") &&
+	vgidx6=$(roce_v2_gid_index "$dev" "$myv6") ||
+	{ echo "FAIL $dev has no RoCEv2 GID for $myv4 or $myv6"; exit 1; }
+echo "$ROLE: $dev gid index $gidx ($MY4), $vgidx ($myv4), $vgidx6 ($myv6):" \
+	"ndevs $(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$vgidx")," \
+	"$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$vgidx6")"
+busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 2 -W 10 "$peerv4" >/dev/null
+[ "$KIND" = sroce ] && bad_dest0=$(counter drop_bad_dest)
+wire=$repo/tests/bin/sroce-wire
+port=18700
+
+# retry_connect CMD...: CMD again while it cannot reach its server yet (for
+# two clients started at once, where step's own retry would start both)
+retry_connect() {
+	local out rc
+	for _ in $(seq 60); do
+		out=$("$@" 2>&1); rc=$?
+		[ $rc = 0 ] && break
+		grep -qi "couldn't connect" <<<"$out" || break
+		sleep 1
+	done
+	echo "$out"
+	return $rc
+}
+export -f retry_connect
+
+if [ "$ROLE" = a ]; then
+	rm -f /tmp/vlan.pcap
+	# Tagged frames too: the filter after "vlan" looks past the tag.
+	dumpcap -q -i eth0 -f 'udp port 4791 or (vlan and udp port 4791)' \
+		-w /tmp/vlan.pcap 2>/dev/null &
+	tshark_pid=$!
+	wait_for 60 test -s /tmp/vlan.pcap
+	sleep 1
+fi
+for g in "$vgidx $peerv4 IPv4" "$vgidx6 $peerv4 IPv6" "$gidx $PEER4 untagged"; do
+	read -r gi peer what <<<"$g"
+	for app in rc ud; do
+		port=$((port + 1))
+		args="-d $dev -g $gi -l $sl -p $port -n 10 -s 1000 -c"
+		step "capture: ibv_${app}_pingpong SL $sl, $what GID" a \
+			"ibv_${app}_pingpong $args" "ibv_${app}_pingpong $args $peer"
+	done
+done
+if [ "$ROLE" = a ]; then
+	sleep 1
+	kill -INT $tshark_pid
+	wait_for 20 eval '! kill -0 $tshark_pid 2>/dev/null' ||
+		kill -KILL $tshark_pid
+	cp /tmp/vlan.pcap /tmp/out/ 2>/dev/null
+	# rdma_rxe sends priority 0 whatever the SL: PCP 0
+	peer_pcp=$sl
+	[ "${PEER_KIND:-sroce}" = rxe ] && peer_pcp=0
+	out=$(timeout "$(tmo 120)" /usr/bin/python3 \
+		"$(dirname "$0")/vlan_pcap.py" /tmp/vlan.pcap 100 \
+		"$myv4=$sl" "$peerv4=$peer_pcp" "$myv6=$sl" "$peerv6=$peer_pcp" \
+		-- "$MY4" "$PEER4" 2>&1)
+	rc=$?
+	[ $rc = 124 ] && out="the decoder did not finish in $(tmo 120) s"
+	check "capture: VID 100 and PCP from the SL on the VLAN, no tag beside it" \
+		[ $rc = 0 ]
+	echo "$out" | sed 's/^/    /'
+fi
+
+for s in a b; do
+	c=$([ $s = a ] && echo b || echo a)
+	for app in rc uc ud; do
+		port=$((port + 1))
+		size=4096; [ $app = ud ] && size=1024
+		args="-d $dev -g $vgidx -p $port -n 100 -s $size -c"
+		step "VLAN: ibv_${app}_pingpong server $s client $c" $s \
+			"ibv_${app}_pingpong $args" "ibv_${app}_pingpong $args $peerv4"
+	done
+	port=$((port + 1))
+	args="-d $dev -g $vgidx6 -p $port -n 100 -s 4096 -c"
+	step "VLAN IPv6: ibv_rc_pingpong server $s client $c" $s \
+		"ibv_rc_pingpong $args" "ibv_rc_pingpong $args $peerv4"
+	port=$((port + 1))
+	step "VLAN: sroce-wire server $s client $c" $s \
+		"$wire $dev $vgidx -p $port -n 50 -s 3000" \
+		"$wire $dev $vgidx -p $port -n 50 -s 3000 $peerv4"
+	# rdma_cm: the CM's MADs on QP1 go tagged and come back tagged; the
+	# answer's GID is found by the VLAN the request arrived on.
+	port=$((port + 1))
+	step "VLAN: rping -V server $s client $c" $s \
+		"rping -s -a $myv4 -p $port -C 10 -S 4000 -V" \
+		"rping -c -a $peerv4 -p $port -C 10 -S 4000 -V"
+	port=$((port + 1))
+	step "VLAN IPv6: rping -V server $s client $c" $s \
+		"rping -s -a $myv6 -p $port -C 5 -S 30000 -V" \
+		"rping -c -a $peerv6 -p $port -C 5 -S 30000 -V"
+	port=$((port + 1))
+	step "VLAN: ucmatose server $s client $c" $s \
+		"ucmatose -b $myv4 -p $port -c 2 -C 10" \
+		"ucmatose -b $myv4 -s $peerv4 -p $port -c 2 -C 10"
+	step "VLAN: udaddy server $s client $c" $s \
+		"udaddy -b $myv4 -c 2 -C 10" "udaddy -b $myv4 -s $peerv4 -c 2 -C 10"
+	# The untagged GID beside the VLAN's, at the same time
+	port=$((port + 2))
+	a1="-d $dev -g $gidx -p $((port - 1)) -n 200 -s 4096 -c"
+	a2="-d $dev -g $vgidx -p $port -n 200 -s 4096 -c"
+	step "untagged and VLAN RC at once, server $s client $c" $s \
+		"ibv_rc_pingpong $a1 & p=\$!; ibv_rc_pingpong $a2; r=\$?; wait \$p && [ \$r = 0 ]" \
+		"retry_connect ibv_rc_pingpong $a1 $PEER4 & p=\$!; retry_connect ibv_rc_pingpong $a2 $peerv4; r=\$?; wait \$p && [ \$r = 0 ]"
+done
+
+# The wrong VLAN, untagged, the wrong GID: VM b's vlan_dest.py sends each
+# kind 5 times at a victim QP of VM a on its VLAN GID. rp_filter off on
+# VM a: base_gid_to_vlan_qp comes untagged from the VLAN's address.
+kinds=5
+port=$((port + 1))
+if [ "$ROLE" = a ]; then
+	for d in all default eth0 eth0.100 eth0.200; do
+		echo 0 > "/proc/sys/net/ipv4/conf/$d/rp_filter"
+	done
+	declare -A before
+	for k in drop_bad_dest drop_bad_source drop_no_qp; do
+		before[$k]=$(counter $k)
+	done
+	step "VLAN victim QP: memory untouched by packets on the wrong VLAN" a \
+		"$wire $dev $vgidx -p $port -n 1 -s 4096 -V" ""
+	# grown NAME: how much counter NAME grew during the attack
+	grown() { echo $(( $(counter "$1") - before[$1] )); }
+	# base_gid_to_vlan_qp is counted when the victim's engine takes it
+	wait_for 30 eval '[ $(grown drop_bad_source) -ge $kinds ]'
+	check "drop_bad_dest grew by $(grown drop_bad_dest), expected $((3 * kinds))" \
+		[ "$(grown drop_bad_dest)" -eq $((3 * kinds)) ]
+	check "drop_bad_source grew by $(grown drop_bad_source), expected $kinds" \
+		[ "$(grown drop_bad_source)" -eq $kinds ]
+	check "drop_no_qp grew by $(grown drop_no_qp), expected $kinds" \
+		[ "$(grown drop_no_qp)" -eq $kinds ]
+else
+	busybox ping -c 1 -W 10 "$PEER4" >/dev/null
+	peer_mac=$(ip neigh show "$PEER4" dev eth0 |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1) }')
+	step "VLAN victim QP: memory untouched by packets on the wrong VLAN" a "" \
+		"/usr/bin/python3 $(dirname "$0")/vlan_dest.py eth0 $peer_mac $PEER4 $peerv4 $MY4 $myv4 10.61.0.$n $port $kinds"
+fi
+port=$((port + 1))
+step "VLAN RC after the wrong-VLAN packets (server a)" a \
+	"$wire $dev $vgidx -p $port -n 50" "$wire $dev $vgidx -p $port -n 50 $peerv4"
+# Nothing of the real traffic was ever refused by its destination
+if [ "$KIND" = sroce ]; then
+	want=0; [ "$ROLE" = a ] && want=$((3 * kinds))
+	d=$(( $(counter drop_bad_dest) - bad_dest0 ))
+	check "drop_bad_dest grew by $d in all, expected $want" [ "$d" -eq "$want" ]
+	echo "$ROLE counters: $(counters)"
+fi
+echo "$ROLE: $passed passed, $failed failed"
+[ $failed = 0 ]
