@@ -171,9 +171,20 @@ struct sroce_av {
 	u8 sgid_index;
 	u8 hop_limit;
 	u8 traffic_class;
-	u8 sl;			/* skb->priority: the VLAN's egress map */
+	u8 sl;			/* as given; its priority: sroce_av_prio() */
 	u8 dmac[ETH_ALEN];
 };
+
+/*
+ * The priority (skb->priority) of a path's packets: its SL's 4 bits, as
+ * ib_core passes whatever u8 the user gave. A VLAN device's egress map
+ * turns it into the tag's 802.1p bits, a qdisc into a band or traffic
+ * class.
+ */
+static inline u32 sroce_av_prio(const struct sroce_av *av)
+{
+	return av->sl & 0xf;
+}
 
 /* Local operations: no packet, done when executed. */
 static inline bool sroce_wr_is_local(u32 opcode)

@@ -12,22 +12,35 @@
  * sroce_av_from_attr - take an address vector from verbs attributes
  * @av: filled on success
  * @attr: an ah_attr whose GRH and sgid_attr ib_core has resolved
+ * @udata: the user's command (create_ah, modify_qp), in its system call;
+ *         NULL for a kernel consumer, which may be in atomic context
+ *
+ * The SL is the packets' priority (sroce_av_prio()). A socket needs
+ * CAP_NET_RAW or CAP_NET_ADMIN for a priority above 6 (SO_PRIORITY), and
+ * so does a user's path or AH (sroce_prio_allowed()), when it is made: as
+ * with a socket, what was allowed then stays so. Kernel consumers (the
+ * RDMA CM's, ib_mad's) choose their SL as they choose their sockets'
+ * priority.
  *
  * Return: 0, or -EINVAL unless the source GID is a RoCEv2 GID of our port
  * on a net_device we send through (sroce_gid_egress()), -ENODEV if its
- * net_device is gone.
+ * net_device is gone, -EPERM for a priority above 6 that the user may
+ * not give.
  */
-int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
+int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr,
+		       struct ib_udata *udata)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(attr);
 	const struct ib_gid_attr *sgid_attr = grh->sgid_attr;
+	struct sroce_dev *sdev;
 	int err;
 
 	if (!(rdma_ah_get_ah_flags(attr) & IB_AH_GRH) || !sgid_attr ||
 	    sgid_attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP ||
 	    rdma_ah_get_port_num(attr) != SROCE_PORT)
 		return -EINVAL;
-	err = sroce_gid_egress(to_sdev(sgid_attr->device), sgid_attr, av);
+	sdev = to_sdev(sgid_attr->device);
+	err = sroce_gid_egress(sdev, sgid_attr, av);
 	if (err)
 		return err;
 
@@ -40,6 +53,8 @@ int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr)
 	av->traffic_class = grh->traffic_class;
 	av->sl = rdma_ah_get_sl(attr);
 	ether_addr_copy(av->dmac, attr->roce.dmac);
+	if (udata && !sroce_prio_allowed(sdev, sroce_av_prio(av)))
+		return -EPERM;
 	return 0;
 }
 
@@ -64,7 +79,7 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	unsigned long flags;
 	int err;
 
-	err = sroce_av_from_attr(&ah->av, init->ah_attr);
+	err = sroce_av_from_attr(&ah->av, init->ah_attr, udata);
 	if (err)
 		return err;
 	if (atomic_inc_return(&sdev->num_ah) > SROCE_MAX_AH) {

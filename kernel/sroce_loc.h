@@ -27,7 +27,8 @@ void sroce_cq_clean(struct sroce_cq *cq, struct sroce_qp *qp);
 int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 
 /* sroce_av.c */
-int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr);
+int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr,
+		       struct ib_udata *udata);
 void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
 int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata);
@@ -51,6 +52,7 @@ bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid);
 int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
 		     struct sroce_av *av);
 bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av);
+bool sroce_prio_allowed(struct sroce_dev *sdev, u32 prio);
 
 /* sroce_icrc.c */
 __le32 sroce_icrc(struct sk_buff *skb);

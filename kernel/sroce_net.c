@@ -13,10 +13,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/module.h>
+#include <linux/pkt_sched.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/ip.h>
@@ -674,12 +676,13 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	/* skb->cb held our packet state; the IP layer reads its own there. */
 	memset(skb->cb, 0, sizeof(skb->cb));
 	/*
-	 * The SL (4 bits; ib_core passes whatever u8 the user gave) is the
-	 * packet's priority, which a VLAN device's egress map turns into the
-	 * tag's 802.1p bits (an empty map, the default: PCP 0) and a qdisc
-	 * into a band or traffic class. DSCP and ECN are the traffic class's.
+	 * The SL is the packet's priority, which a VLAN device's egress map
+	 * turns into the tag's 802.1p bits (an empty map, the default: PCP 0)
+	 * and a qdisc into a band or traffic class; above 6 only if the
+	 * path's maker was allowed it (sroce_av_from_attr()). DSCP and ECN
+	 * are the traffic class's.
 	 */
-	skb->priority = av->sl & 0xf;
+	skb->priority = sroce_av_prio(av);
 	err = sroce_route(sdev, av, skb);
 	if (err) {
 		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
@@ -746,4 +749,27 @@ int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
 	}
 	rcu_read_unlock();
 	return err;
+}
+
+/**
+ * sroce_prio_allowed - may the caller give @sdev's packets this priority?
+ * @sdev: the device, whose net_device's namespace they are sent in
+ * @prio: the priority (skb->priority)
+ *
+ * As a socket's SO_PRIORITY (sk_setsockopt()): 0 to 6 (TC_PRIO_INTERACTIVE)
+ * for anyone; above, for a holder of CAP_NET_RAW or CAP_NET_ADMIN over the
+ * user namespace of the namespace the packets go out in. 7 is
+ * TC_PRIO_CONTROL, which qdiscs and VLAN egress maps keep for the
+ * network's own control traffic. Process context: the caller's
+ * credentials, which for a write() command of ib_uverbs are those the file
+ * was opened with (ib_safe_file_access()).
+ *
+ * Return: true if it may.
+ */
+bool sroce_prio_allowed(struct sroce_dev *sdev, u32 prio)
+{
+	struct user_namespace *ns = sdev->sn->net->user_ns;
+
+	return prio <= TC_PRIO_INTERACTIVE || ns_capable(ns, CAP_NET_RAW) ||
+	       ns_capable(ns, CAP_NET_ADMIN);
 }

@@ -505,7 +505,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (err)
 		goto out;
 	if (mask & IB_QP_AV) {
-		err = sroce_av_from_attr(&av, &attr->ah_attr);
+		err = sroce_av_from_attr(&av, &attr->ah_attr, udata);
 		if (err)
 			goto out;
 		qp->av = av;

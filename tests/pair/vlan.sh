@@ -11,7 +11,9 @@
 # with buffer checks and sroce-wire (RDMA WRITE, READ, SEND and atomics,
 # every byte checked) over the VLAN GIDs; rping (IPv4, IPv6), ucmatose
 # and udaddy bound to the VLAN's addresses; RC over the VLAN and the
-# untagged GID at once. Last, VM b sends VM a's victim QP (on its VLAN
+# untagged GID at once. An SL above 6 is a privileged priority: as root
+# every SL, as uid 65534 EPERM for an AH or an RC path (vlan_sl.py).
+# Last, VM b sends VM a's victim QP (on its VLAN
 # GID) RDMA WRITEs on the wrong VLAN, untagged, or to the wrong GID
 # (vlan_dest.py): each dropped and counted by drop_bad_dest or
 # drop_bad_source, not a byte landed, and drop_bad_dest counted nothing
@@ -99,6 +101,23 @@ if [ "$ROLE" = a ]; then
 	check "capture: VID 100 and PCP from the SL on the VLAN, no tag beside it" \
 		[ $rc = 0 ]
 	echo "$out" | sed 's/^/    /'
+fi
+
+# The SL is the packets' priority: above 6 (its 4 bits) only with
+# CAP_NET_RAW or CAP_NET_ADMIN, as SO_PRIORITY. Root may; uid 65534
+# (setpriv drops every capability) gets EPERM for an AH and for an RC
+# QP's path alike, and SL 22 is priority 6. sroce only: rdma_rxe ignores
+# the SL.
+if [ "$KIND" = sroce ]; then
+	sl_py=$(dirname "$0")/vlan_sl.py
+	check "SL 0, 6, 7, 15 as root: AH and RC path" \
+		/usr/bin/python3 "$sl_py" "$dev" "$vgidx" 0=ok 6=ok 7=ok 15=ok
+	# the memlock limit raised first (setpriv keeps it), for the rings
+	check "SL above 6 as uid 65534: EPERM, AH and RC path" \
+		bash -c 'ulimit -l unlimited &&
+			exec setpriv --reuid=65534 --regid=65534 --clear-groups \
+			/usr/bin/python3 "$0" "$1" "$2" 0=ok 6=ok 22=ok \
+			7=EPERM 15=EPERM 23=EPERM' "$sl_py" "$dev" "$vgidx"
 fi
 
 for s in a b; do
