@@ -168,6 +168,7 @@ struct sroce_pkt {
 	u32 psn;
 	u32 paylen;		/* payload bytes, without pad */
 	u16 hdr_len;		/* BTH and extended headers */
+	int ifindex;		/* arrived on this device, or 0: loopback */
 	u16 vlan_id;		/* received on this VLAN, or 0xffff: none */
 	u8 opcode;
 };

@@ -102,19 +102,29 @@ static bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
 /**
  * sroce_pkt_on_path - was a received packet sent along a connected path?
  * @skb: the packet, its network header set
- * @av: the path: the peer's GID and ours
+ * @av: the path: the peer's GID and ours, and our GID's net_device
  *
- * As sroce_rcv() took it only on the net_device of its destination GID,
- * a QP whose GID is a VLAN's takes nothing that came from elsewhere (a
- * peer on another VLAN or untagged, sending to another GID of ours).
+ * sroce_rcv() took it only if its destination is a GID of the net_device
+ * it arrived on; but an address can be a GID of several: an IPv6
+ * link-local address is on the bound net_device and, the MAC being the
+ * same, on every VLAN on it. So a packet from the network must also have
+ * arrived on the device of the QP's own GID. Then a QP whose GID is a
+ * VLAN's takes nothing that came from elsewhere (a peer on another VLAN
+ * or untagged, sending to another GID of ours or to the same address
+ * there). Looped-back packets come from a QP of this host, which may
+ * send from any GID to any other.
  *
- * Return: true if the packet's source address is @av's dgid and its
- * destination @av's sgid.
+ * Return: true if the packet's source address is @av's dgid, its
+ * destination @av's sgid, and it was looped back or arrived on
+ * @av's device.
  */
 bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av)
 {
+	int ifindex = SROCE_PKT(skb)->ifindex;
 	union ib_gid dgid;
 
+	if (ifindex && ifindex != av->ifindex)
+		return false;
 	sroce_pkt_dgid(skb, &dgid);
 	return sroce_pkt_from(skb, &av->dgid) &&
 	       !memcmp(dgid.raw, av->sgid.raw, sizeof(dgid.raw));
@@ -216,11 +226,16 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 	pkt->opcode = bth->opcode;
 	pkt->psn = be32_to_cpu(bth->apsn) & SROCE_PSN_MASK;
 	/*
-	 * For UD completions (ib_init_ah_attr_from_wc() finds the GID to
-	 * answer from by it): taken now, as skb->dev may be gone by then.
+	 * For the QP's path check (sroce_pkt_on_path()), and for UD
+	 * completions (ib_init_ah_attr_from_wc() finds the GID to answer
+	 * from by the VLAN): taken now, as skb->dev may be gone by then.
 	 */
-	if (wire)
+	if (wire) {
+		pkt->ifindex = skb->dev->ifindex;
 		pkt->vlan_id = rdma_vlan_dev_vlan_id(skb->dev);
+	} else {
+		pkt->ifindex = 0;
+	}
 	pkt->hdr_len = info->hdr_len;
 	pkt->paylen = len - info->hdr_len - pad - SROCE_ICRC_LEN;
 	if ((be32_to_cpu(bth->qpn) & SROCE_QPN_MASK) == SROCE_MCAST_QPN) {

@@ -15,9 +15,9 @@
 # every SL, as uid 65534 EPERM for an AH or an RC path (vlan_sl.py).
 # Last, VM b sends VM a's victim QP (on its VLAN
 # GID) RDMA WRITEs on the wrong VLAN, untagged, or to the wrong GID
-# (vlan_dest.py): each dropped and counted by drop_bad_dest or
-# drop_bad_source, not a byte landed, and drop_bad_dest counted nothing
-# else all along.
+# (vlan_dest.py), or on a VLAN with the same address: each dropped and
+# counted by drop_bad_dest or drop_bad_source, not a byte landed, and
+# drop_bad_dest counted nothing else all along.
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
@@ -165,10 +165,19 @@ done
 # The wrong VLAN, untagged, the wrong GID: VM b's vlan_dest.py sends each
 # kind 5 times at a victim QP of VM a on its VLAN GID. rp_filter off on
 # VM a: base_gid_to_vlan_qp comes untagged from the VLAN's address.
+# VM a's eth0.300 has the victim's VLAN address too, so that it is a GID
+# of eth0.300 as well (as an IPv6 link-local address is a GID of eth0 and
+# of every VLAN on it): vid300_same_addr passes the destination check, and
+# the QP takes it only on its own GID's device.
 kinds=5
 port=$((port + 1))
 if [ "$ROLE" = a ]; then
-	for d in all default eth0 eth0.100 eth0.200; do
+	ip link add link eth0 name eth0.300 type vlan id 300 &&
+		ip addr add "$myv4/32" dev eth0.300 &&
+		ip link set eth0.300 up &&
+		wait_for 10 eval "grep -qx eth0.300 /sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/* 2>/dev/null" ||
+		echo "FAIL eth0.300 with $myv4 and its GID"
+	for d in all default eth0 eth0.100 eth0.200 eth0.300; do
 		echo 0 > "/proc/sys/net/ipv4/conf/$d/rp_filter"
 	done
 	declare -A before
@@ -179,14 +188,16 @@ if [ "$ROLE" = a ]; then
 		"$wire $dev $vgidx -p $port -n 1 -s 4096 -V" ""
 	# grown NAME: how much counter NAME grew during the attack
 	grown() { echo $(( $(counter "$1") - before[$1] )); }
-	# base_gid_to_vlan_qp is counted when the victim's engine takes it
-	wait_for 30 eval '[ $(grown drop_bad_source) -ge $kinds ]'
+	# base_gid_to_vlan_qp and vid300_same_addr are counted when the
+	# victim's engine takes them
+	wait_for 30 eval '[ $(grown drop_bad_source) -ge $((2 * kinds)) ]'
 	check "drop_bad_dest grew by $(grown drop_bad_dest), expected $((3 * kinds))" \
 		[ "$(grown drop_bad_dest)" -eq $((3 * kinds)) ]
-	check "drop_bad_source grew by $(grown drop_bad_source), expected $kinds" \
-		[ "$(grown drop_bad_source)" -eq $kinds ]
+	check "drop_bad_source grew by $(grown drop_bad_source), expected $((2 * kinds))" \
+		[ "$(grown drop_bad_source)" -eq $((2 * kinds)) ]
 	check "drop_no_qp grew by $(grown drop_no_qp), expected $kinds" \
 		[ "$(grown drop_no_qp)" -eq $kinds ]
+	ip link del eth0.300
 else
 	busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 	peer_mac=$(ip neigh show "$PEER4" dev eth0 |

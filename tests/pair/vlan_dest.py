@@ -15,6 +15,11 @@ QP on its VLAN 100 GID, connected to our VLAN 100 address. Sent N of each:
       the QP's peer address: the destination check passes (a GID of the
       device it arrived on), the QP's does not (not its GID):
       drop_bad_source;
+  vid300_same_addr       tagged VID 300, to the victim's VLAN 100 address,
+      which the victim's eth0.300 has too (as an IPv6 link-local address
+      is on eth0 and every VLAN on it), from the QP's peer address: the
+      destination check passes (a GID of eth0.300), the QP's does not (not
+      its GID's device): drop_bad_source;
   vid100_no_qp           tagged VID 100, to the victim's VLAN 100 address
       but a QPN nobody has: the destination check passes, drop_no_qp
       (so tagged frames from here do reach sroce).
@@ -86,6 +91,7 @@ def main():
         ('vid200_to_vlan_gid', 200, my_200, v_vlan, qpn),
         ('vid100_to_base_gid', 100, my_vlan, v_base, qpn),
         ('base_gid_to_vlan_qp', None, my_vlan, v_base, qpn),
+        ('vid300_same_addr', 300, my_vlan, v_vlan, qpn),
         ('vid100_no_qp', 100, my_vlan, v_vlan, NO_QPN),
     )
     ident = 1
