@@ -633,8 +633,13 @@ static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
 	 * An IPv6 route with a source address takes the oif as a preference
 	 * only: a packet of a VLAN's GID that the routes send elsewhere
 	 * would leave untagged (or on another VLAN) with the VLAN's address.
+	 * And the path keeps an ifindex, not the device: once its VLAN is
+	 * gone, a device moved into the namespace (or made with "index") may
+	 * have that ifindex. Packets leave through our net_device or a VLAN
+	 * on it only.
 	 */
-	if (dst->dev->ifindex != av->ifindex) {
+	if (dst->dev->ifindex != av->ifindex ||
+	    !sroce_ndev_is_ours(sdev, dst->dev)) {
 		dst_release(dst);
 		return -ENETUNREACH;
 	}
@@ -741,7 +746,8 @@ bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
  * tags the packets (a RoCE adapter sends a VLAN GID's packets tagged, and a
  * peer that checks the arrival device, rdma_rxe or an adapter, takes them
  * only so); the bound net_device sends them untagged. Kept by ifindex, not
- * by reference: a device that goes away leaves the path without a route.
+ * by reference: a device that goes away leaves the path without a route
+ * (one that later has its ifindex is not ours: sroce_route() refuses it).
  *
  * Return: 0; -EINVAL for a GID of a device we would not receive on
  * (sroce_ndev_is_ours()); -ENODEV if the GID or its device is gone.
