@@ -167,7 +167,7 @@ struct sroce_av {
 	enum rdma_network_type net_type;	/* IPv4 or IPv6 */
 	u32 flow_label;
 	int ifindex;		/* packets leave through it */
-	u16 vlan_id;		/* its VLAN ID, or 0xffff: not a VLAN */
+	u16 vlan_id;		/* its VLAN ID, or SROCE_NO_VLAN */
 	u8 sgid_index;
 	u8 hop_limit;
 	u8 traffic_class;

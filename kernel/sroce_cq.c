@@ -15,6 +15,9 @@
 #include "sroce_loc.h"
 #include "sroce.h"
 
+/* A ring slot's size is ABI: the provider maps the ring by it. */
+static_assert(sizeof(struct sroce_cqe) == 64);
+
 /* Slots for a CQ of at least @cqe entries; indices may run a full ring. */
 static u32 sroce_cq_slots(int cqe)
 {

@@ -24,6 +24,12 @@
 #define SROCE_GSI_QKEY		0x80010000
 #define SROCE_MCAST_QPN		0xffffff
 /*
+ * The VLAN ID of no VLAN: what rdma_vlan_dev_vlan_id() says of a device
+ * that is not a VLAN device, and the wc->vlan_id ib_core assumes without
+ * IB_WC_WITH_VLAN (ib_init_ah_attr_from_wc()).
+ */
+#define SROCE_NO_VLAN		0xffff
+/*
  * A message spans fewer PSNs than this: PSNs compare within half of their
  * 2^24 space (sroce_psn_before()), and a message's PSNs, its READ's
  * responses and the window after them must all compare in order. At the
@@ -169,7 +175,7 @@ struct sroce_pkt {
 	u32 paylen;		/* payload bytes, without pad */
 	u16 hdr_len;		/* BTH and extended headers */
 	int ifindex;		/* arrived on this device, or 0: loopback */
-	u16 vlan_id;		/* received on this VLAN, or 0xffff: none */
+	u16 vlan_id;		/* received on this VLAN, or SROCE_NO_VLAN */
 	u8 opcode;
 };
 

@@ -295,7 +295,7 @@ static void sroce_resp_complete_ud(struct sroce_qp *qp, struct sk_buff *skb,
 	/* Looped-back packets have no Ethernet header. */
 	if (skb_mac_header_was_set(skb) && skb_mac_header_len(skb) >= ETH_HLEN)
 		ether_addr_copy(cqe.smac, eth_hdr(skb)->h_source);
-	if (SROCE_PKT(skb)->vlan_id != 0xffff) {
+	if (SROCE_PKT(skb)->vlan_id != SROCE_NO_VLAN) {
 		cqe.vlan_valid = 1;
 		cqe.vlan_id = SROCE_PKT(skb)->vlan_id;
 	}
