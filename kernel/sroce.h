@@ -157,16 +157,20 @@ struct sroce_cq {
 
 /*
  * A RoCEv2 destination: what a connected QP's (or an AH's) path needs.
- * @ifindex and @vlan_id are the source GID's net_device as it was when the
- * path was set (sroce_gid_egress()), as an adapter keeps a QP's VLAN in its
- * context.
+ * @sgid_attr is the source GID's entry in ib_core's GID table, a reference
+ * the av holds (sroce_av_from_attr(), dropped by sroce_av_put()): packets
+ * leave through, and are taken from, its net_device as it is at each
+ * packet (none once the GID is deleted: rdma_read_gid_attr_ndev_rcu()),
+ * not a device number that another device may have by then. @vlan_id is
+ * that device's VLAN when the path was set (sroce_gid_egress()), which a
+ * looped-back UD datagram reports.
  */
 struct sroce_av {
 	union ib_gid sgid;
 	union ib_gid dgid;
+	const struct ib_gid_attr *sgid_attr;	/* NULL: no path set */
 	enum rdma_network_type net_type;	/* IPv4 or IPv6 */
 	u32 flow_label;
-	int ifindex;		/* packets leave through it */
 	u16 vlan_id;		/* its VLAN ID, or SROCE_NO_VLAN */
 	u8 sgid_index;
 	u8 hop_limit;

@@ -4,13 +4,15 @@
  * an address handle, and the address handles themselves.
  */
 #include <linux/etherdevice.h>
+#include <rdma/ib_cache.h>
 
 #include "sroce_loc.h"
 #include "sroce.h"
 
 /**
  * sroce_av_from_attr - take an address vector from verbs attributes
- * @av: filled on success
+ * @av: filled on success, with a reference to the source GID: the caller
+ *      drops it with sroce_av_put() when the av is replaced or freed
  * @attr: an ah_attr whose GRH and sgid_attr ib_core has resolved
  * @udata: the user's command (create_ah, modify_qp), in its system call;
  *         NULL for a kernel consumer, which may be in atomic context
@@ -55,7 +57,27 @@ int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr,
 	ether_addr_copy(av->dmac, attr->roce.dmac);
 	if (udata && !sroce_prio_allowed(sdev, sroce_av_prio(av)))
 		return -EPERM;
+	/*
+	 * Our own reference: ib_core's (qp->av_sgid_attr) changes after
+	 * modify_qp returns, outside the QP's lock the engine sends under.
+	 */
+	rdma_hold_gid_attr(sgid_attr);
+	av->sgid_attr = sgid_attr;
 	return 0;
+}
+
+/**
+ * sroce_av_put - drop an address vector's reference to its source GID
+ * @av: filled by sroce_av_from_attr(), or never (zeroed); no packet is
+ *      being sent with it any more
+ *
+ * Any context: the GID entry's last put is deferred to a work item.
+ */
+void sroce_av_put(struct sroce_av *av)
+{
+	if (av->sgid_attr)
+		rdma_put_gid_attr(av->sgid_attr);
+	av->sgid_attr = NULL;
 }
 
 void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr)
@@ -111,6 +133,7 @@ err_xa:
 	xa_unlock_irqrestore(&sdev->ah_xa, flags);
 err_count:
 	atomic_dec(&sdev->num_ah);
+	sroce_av_put(&ah->av);
 	return err;
 }
 
@@ -132,6 +155,7 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
 	__xa_erase(&sdev->ah_xa, ah->ah_num);
 	xa_unlock_irqrestore(&sdev->ah_xa, irqflags);
 	atomic_dec(&sdev->num_ah);
+	sroce_av_put(&ah->av);
 	return 0;
 }
 
@@ -140,7 +164,9 @@ int sroce_destroy_ah(struct ib_ah *ibah, u32 flags)
  * @sdev: the device
  * @pd: the sending QP's PD, which the AH must be in
  * @ah_num: the AH number from the WQE
- * @av: filled with the AH's destination
+ * @av: filled with the AH's destination and a reference of its own to the
+ *      source GID (the AH may be destroyed while the packet is sent): the
+ *      caller drops it with sroce_av_put()
  * @loopback: set if that is one of our own GIDs
  *
  * Return: 0, or -EINVAL if no AH of @pd has that number.
@@ -156,6 +182,7 @@ int sroce_ah_lookup(struct sroce_dev *sdev, struct ib_pd *pd, u32 ah_num,
 	ah = xa_load(&sdev->ah_xa, ah_num);
 	if (ah && ah->ibah.pd == pd) {
 		*av = ah->av;
+		rdma_hold_gid_attr(av->sgid_attr);
 		*loopback = ah->loopback;
 		err = 0;
 	}

@@ -29,6 +29,7 @@ int sroce_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 /* sroce_av.c */
 int sroce_av_from_attr(struct sroce_av *av, const struct rdma_ah_attr *attr,
 		       struct ib_udata *udata);
+void sroce_av_put(struct sroce_av *av);
 void sroce_av_to_attr(const struct sroce_av *av, struct rdma_ah_attr *attr);
 int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		    struct ib_udata *udata);

@@ -99,6 +99,26 @@ static bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
 	return !memcmp(gid->raw, &ipv6_hdr(skb)->saddr, sizeof(gid->raw));
 }
 
+/*
+ * The ifindex of the net_device of a path's source GID now; 0 once the GID
+ * is deleted (its device gone, or its address: ib_core clears the entry's
+ * ndev), or with no path set.
+ */
+static int sroce_av_ifindex(const struct sroce_av *av)
+{
+	struct net_device *ndev;
+	int ifindex = 0;
+
+	if (!av->sgid_attr)
+		return 0;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(av->sgid_attr);
+	if (!IS_ERR(ndev))
+		ifindex = ndev->ifindex;
+	rcu_read_unlock();
+	return ifindex;
+}
+
 /**
  * sroce_pkt_on_path - was a received packet sent along a connected path?
  * @skb: the packet, its network header set
@@ -115,15 +135,15 @@ static bool sroce_pkt_from(struct sk_buff *skb, const union ib_gid *gid)
  * send from any GID to any other.
  *
  * Return: true if the packet's source address is @av's dgid, its
- * destination @av's sgid, and it was looped back or arrived on
- * @av's device.
+ * destination @av's sgid, and it was looped back or arrived on the
+ * device of @av's source GID (never once that GID is deleted).
  */
 bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av)
 {
 	int ifindex = SROCE_PKT(skb)->ifindex;
 	union ib_gid dgid;
 
-	if (ifindex && ifindex != av->ifindex)
+	if (ifindex && ifindex != sroce_av_ifindex(av))
 		return false;
 	sroce_pkt_dgid(skb, &dgid);
 	return sroce_pkt_from(skb, &av->dgid) &&
@@ -592,60 +612,88 @@ static void sroce_push_ip6(struct sk_buff *skb, const struct sroce_av *av)
 	memcpy(&ip6h->daddr, av->dgid.raw, sizeof(ip6h->daddr));
 }
 
-static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
-		       struct sk_buff *skb)
+/* A route from @av's sgid to its dgid out of device @oif, or an ERR_PTR. */
+static struct dst_entry *sroce_route_lookup(struct sroce_dev *sdev,
+					    const struct sroce_av *av,
+					    int oif)
 {
 	struct net *net = sdev->sn->net;
+	struct flowi6 fl6 = {
+		.flowi6_oif = oif,
+		.flowi6_proto = IPPROTO_UDP,
+	};
 	struct dst_entry *dst;
+	int err;
 
 	if (av->net_type == RDMA_NETWORK_IPV4) {
 		struct flowi4 fl4 = {
-			.flowi4_oif = av->ifindex,
+			.flowi4_oif = oif,
 			.flowi4_proto = IPPROTO_UDP,
 			.saddr = *(__be32 *)&av->sgid.raw[12],
 			.daddr = *(__be32 *)&av->dgid.raw[12],
 		};
 		struct rtable *rt = ip_route_output_key(net, &fl4);
 
-		if (IS_ERR(rt))
-			return PTR_ERR(rt);
-		dst = &rt->dst;
-	} else {
-		struct flowi6 fl6 = {
-			.flowi6_oif = av->ifindex,
-			.flowi6_proto = IPPROTO_UDP,
-		};
+		return IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
+	}
+	memcpy(&fl6.saddr, av->sgid.raw, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
+	dst = ipv6_stub->ipv6_dst_lookup_flow(net, sdev->sn->sock6->sk, &fl6,
+					      NULL);
+	if (IS_ERR(dst) || !dst->error)
+		return dst;
+	err = dst->error;
+	dst_release(dst);
+	return ERR_PTR(err);
+}
 
-		memcpy(&fl6.saddr, av->sgid.raw, sizeof(fl6.saddr));
-		memcpy(&fl6.daddr, av->dgid.raw, sizeof(fl6.daddr));
-		dst = ipv6_stub->ipv6_dst_lookup_flow(net, sdev->sn->sock6->sk,
-						      &fl6, NULL);
-		if (IS_ERR(dst))
-			return PTR_ERR(dst);
-		if (dst->error) {
-			int err = dst->error;
+/*
+ * Route a packet out of the net_device of its path's source GID, as it is
+ * now (rdma_read_gid_attr_ndev_rcu(): under RCU, the device is not freed
+ * and the entry's ndev is cleared when the GID is deleted).
+ *
+ * Return: 0 with skb's dst and dev set; -ENETUNREACH when the GID is
+ * gone (with its device, or its address alone) or the route leaves
+ * through another device; another negative errno from the route lookup.
+ */
+static int sroce_route(struct sroce_dev *sdev, const struct sroce_av *av,
+		       struct sk_buff *skb)
+{
+	struct net_device *ndev;
+	struct dst_entry *dst;
+	int err = 0;
 
-			dst_release(dst);
-			return err;
-		}
+	if (!av->sgid_attr)
+		return -ENETUNREACH;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(av->sgid_attr);
+	if (IS_ERR(ndev)) {
+		err = -ENETUNREACH;
+		goto out;
+	}
+	dst = sroce_route_lookup(sdev, av, ndev->ifindex);
+	if (IS_ERR(dst)) {
+		err = PTR_ERR(dst);
+		goto out;
 	}
 	/*
-	 * An IPv6 route with a source address takes the oif as a preference
-	 * only: a packet of a VLAN's GID that the routes send elsewhere
-	 * would leave untagged (or on another VLAN) with the VLAN's address.
-	 * And the path keeps an ifindex, not the device: once its VLAN is
-	 * gone, a device moved into the namespace (or made with "index") may
-	 * have that ifindex. Packets leave through our net_device or a VLAN
-	 * on it only.
+	 * An oif is only a preference to an IPv6 route with a source address,
+	 * and a route to a local address goes through the loopback device: a
+	 * packet of a VLAN's GID that the routes send elsewhere would leave
+	 * untagged, on another VLAN or back into this host, with the VLAN's
+	 * address. And the GID's device may have left the namespace. Packets
+	 * leave through that device, our net_device or a VLAN on it, only.
 	 */
-	if (dst->dev->ifindex != av->ifindex ||
-	    !sroce_ndev_is_ours(sdev, dst->dev)) {
+	if (dst->dev != ndev || !sroce_ndev_is_ours(sdev, dst->dev)) {
 		dst_release(dst);
-		return -ENETUNREACH;
+		err = -ENETUNREACH;
+		goto out;
 	}
 	skb_dst_set(skb, dst);
 	skb->dev = dst->dev;
-	return 0;
+out:
+	rcu_read_unlock();
+	return err;
 }
 
 /**
@@ -737,17 +785,18 @@ bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
 }
 
 /**
- * sroce_gid_egress - the net_device a source GID's packets leave through
+ * sroce_gid_egress - check the net_device a source GID's packets leave through
  * @sdev: the device
  * @attr: a GID of @sdev's port, held by the caller
- * @av: its @ifindex and @vlan_id are set
+ * @av: its @vlan_id is set
  *
  * The GID's own net_device, as ib_core's GID table has it: a VLAN device
  * tags the packets (a RoCE adapter sends a VLAN GID's packets tagged, and a
  * peer that checks the arrival device, rdma_rxe or an adapter, takes them
- * only so); the bound net_device sends them untagged. Kept by ifindex, not
- * by reference: a device that goes away leaves the path without a route
- * (one that later has its ifindex is not ours: sroce_route() refuses it).
+ * only so); the bound net_device sends them untagged. The path keeps the
+ * GID (struct sroce_av's sgid_attr), not the device: each packet leaves
+ * through the GID's device as it is then, and none once the GID is gone
+ * (sroce_route()).
  *
  * Return: 0; -EINVAL for a GID of a device we would not receive on
  * (sroce_ndev_is_ours()); -ENODEV if the GID or its device is gone.
@@ -760,14 +809,12 @@ int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
 
 	rcu_read_lock();
 	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	if (IS_ERR(ndev)) {
+	if (IS_ERR(ndev))
 		err = -ENODEV;
-	} else if (!sroce_ndev_is_ours(sdev, ndev)) {
+	else if (!sroce_ndev_is_ours(sdev, ndev))
 		err = -EINVAL;
-	} else {
-		av->ifindex = ndev->ifindex;
+	else
 		av->vlan_id = rdma_vlan_dev_vlan_id(ndev);
-	}
 	rcu_read_unlock();
 	return err;
 }

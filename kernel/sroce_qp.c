@@ -339,6 +339,7 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_ahead_stop(&qp->resp.read_ahead);
 
 	sroce_resp_reset(qp);
+	sroce_av_put(&qp->av);
 	kfree(qp->resp.rwqe);
 	kvfree(qp->swqe);
 	kvfree(qp->sq_copy);
@@ -508,6 +509,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		err = sroce_av_from_attr(&av, &attr->ah_attr, udata);
 		if (err)
 			goto out;
+		sroce_av_put(&qp->av);
 		qp->av = av;
 	}
 

@@ -257,6 +257,7 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 	struct sroce_av av;
 	struct sk_buff *skb;
 	bool loopback;
+	int err = 0;
 	u32 qkey;
 	u8 op;
 
@@ -265,15 +266,19 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);
 		return -EINVAL;
 	}
+	/* From here @av holds a reference to its source GID. */
 	if (sw->len > mtu) {
 		sroce_req_fail(qp, idx, IB_WC_LOC_LEN_ERR);
-		return -EMSGSIZE;
+		err = -EMSGSIZE;
+		goto out;
 	}
 	op = wqe->opcode == IB_UVERBS_WR_SEND_WITH_IMM ?
 		     SROCE_UD_SEND_ONLY_IMM : SROCE_UD_SEND_ONLY;
 	skb = sroce_pkt_alloc(sdev, &av, op, qp->req.psn, sw->len);
-	if (!skb)
-		return -ENOMEM;
+	if (!skb) {
+		err = -ENOMEM;
+		goto out;
+	}
 	bth = (struct sroce_bth *)skb->data;
 	bth->qpn = cpu_to_be32(wqe->wr.ud.remote_qpn & SROCE_QPN_MASK);
 	if (wqe->send_flags & IB_SEND_SOLICITED)
@@ -295,7 +300,8 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 				      sw->len, false)) {
 		kfree_skb(skb);
 		sroce_req_fail(qp, idx, IB_WC_LOC_PROT_ERR);
-		return -EACCES;
+		err = -EACCES;
+		goto out;
 	}
 
 	sw->first_psn = qp->req.psn;
@@ -308,7 +314,9 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 		       rdma_get_udp_sport(av.flow_label, qp->ibqp.qp_num,
 					  wqe->wr.ud.remote_qpn),
 		       loopback, skb);
-	return 0;
+out:
+	sroce_av_put(&av);
+	return err;
 }
 
 /* Send the next packet of WQE @idx. Return: 0, or -errno (QP in error). */
