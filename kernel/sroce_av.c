@@ -108,7 +108,7 @@ int sroce_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		err = -ENOMEM;
 		goto err_count;
 	}
-	ah->loopback = sroce_gid_is_local(sdev, &ah->av.dgid);
+	ah->loopback = sroce_av_is_local(sdev, &ah->av);
 
 	/* Kernel AHs may be made in atomic context. */
 	xa_lock_irqsave(&sdev->ah_xa, flags);

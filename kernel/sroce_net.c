@@ -131,8 +131,9 @@ static int sroce_av_ifindex(const struct sroce_av *av)
  * arrived on the device of the QP's own GID. Then a QP whose GID is a
  * VLAN's takes nothing that came from elsewhere (a peer on another VLAN
  * or untagged, sending to another GID of ours or to the same address
- * there). Looped-back packets come from a QP of this host, which may
- * send from any GID to any other.
+ * there). Looped-back packets come from a QP of this host, whose path
+ * loops back only to a GID of its own GID's device (sroce_av_is_local()),
+ * and are not checked for it.
  *
  * Return: true if the packet's source address is @av's dgid, its
  * destination @av's sgid, and it was looped back or arrived on the
@@ -770,14 +771,41 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	return 0;
 }
 
-/* Is @gid one of @sdev's own (RoCEv2) GIDs? */
-bool sroce_gid_is_local(struct sroce_dev *sdev, const union ib_gid *gid)
+/**
+ * sroce_av_is_local - does a path stay within this host (loopback)?
+ * @sdev: the device
+ * @av: the path, made by sroce_av_from_attr()
+ *
+ * Only if its destination is a RoCEv2 GID of @sdev on the very net_device
+ * of its source GID: the same device, so the same VLAN (or none), as a
+ * RoCE adapter loops traffic back between its own GIDs of one VLAN. The
+ * datagram's VLAN, which a looped-back UD completion reports, is then the
+ * destination GID's as well as the source's (@av's vlan_id). Any other
+ * destination takes the route, which leaves through the source GID's
+ * device only (sroce_route()), as on the wire: a GID of ours on another
+ * VLAN or untagged is not reached from this one (there a switch would
+ * not carry it), and the address of a device sroce does not receive on
+ * (a macvlan, perhaps in a container, that ib_core made a GID for,
+ * perhaps with a remote host's address) never makes a path local.
+ * Decided when the path is made, as before.
+ *
+ * Any context (ib_core's lookups take the GID table's lock with
+ * interrupts off).
+ *
+ * Return: true to loop back.
+ */
+bool sroce_av_is_local(struct sroce_dev *sdev, const struct sroce_av *av)
 {
-	const struct ib_gid_attr *attr;
+	const struct ib_gid_attr *attr = ERR_PTR(-ENODEV);
+	struct net_device *ndev;
 
-	attr = rdma_find_gid_by_port(&sdev->ibdev, gid,
-				     IB_GID_TYPE_ROCE_UDP_ENCAP, SROCE_PORT,
-				     NULL);
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(av->sgid_attr);
+	if (!IS_ERR(ndev))
+		attr = rdma_find_gid_by_port(&sdev->ibdev, &av->dgid,
+					     IB_GID_TYPE_ROCE_UDP_ENCAP,
+					     SROCE_PORT, ndev);
+	rcu_read_unlock();
 	if (IS_ERR(attr))
 		return false;
 	rdma_put_gid_attr(attr);

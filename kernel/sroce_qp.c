@@ -476,7 +476,7 @@ static void sroce_qp_set_path(struct sroce_qp *qp, int mask)
 
 	qp->mtu = ib_mtu_enum_to_int(max_t(enum ib_mtu, mtu, IB_MTU_256));
 	if (mask & IB_QP_AV) {
-		qp->loopback = sroce_gid_is_local(sdev, &qp->av.dgid);
+		qp->loopback = sroce_av_is_local(sdev, &qp->av);
 		qp->sport = rdma_get_udp_sport(qp->av.flow_label,
 					       qp->ibqp.qp_num,
 					       qp->attr.dest_qp_num);
