@@ -50,6 +50,7 @@ struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   u16 sport, bool loopback, struct sk_buff *skb);
 bool sroce_av_is_local(struct sroce_dev *sdev, const struct sroce_av *av);
+enum ib_mtu sroce_av_mtu(struct sroce_dev *sdev, const struct sroce_av *av);
 int sroce_gid_egress(struct sroce_dev *sdev, const struct ib_gid_attr *attr,
 		     struct sroce_av *av);
 bool sroce_pkt_on_path(struct sk_buff *skb, const struct sroce_av *av);

@@ -813,6 +813,35 @@ bool sroce_av_is_local(struct sroce_dev *sdev, const struct sroce_av *av)
 }
 
 /**
+ * sroce_av_mtu - the RoCE MTU of a path's device
+ * @sdev: the device
+ * @av: the path; its source GID may be unset or gone
+ *
+ * The packets of a VLAN's GID leave through the VLAN device, whose MTU
+ * may be smaller than the bound net_device's: as the RDMA CM takes the
+ * MTU of its address's device (iboe_get_mtu() of its ndev's MTU, in
+ * cma_resolve_iboe_route()), so does the path, read now, and never more
+ * than the bound net_device's (the port's active MTU). With no source
+ * GID, or its device gone, the bound net_device's alone.
+ *
+ * Return: an MTU of at least IB_MTU_256.
+ */
+enum ib_mtu sroce_av_mtu(struct sroce_dev *sdev, const struct sroce_av *av)
+{
+	unsigned int mtu = READ_ONCE(sdev->ndev->mtu);
+	struct net_device *ndev;
+
+	if (av->sgid_attr) {
+		rcu_read_lock();
+		ndev = rdma_read_gid_attr_ndev_rcu(av->sgid_attr);
+		if (!IS_ERR(ndev))
+			mtu = min(mtu, READ_ONCE(ndev->mtu));
+		rcu_read_unlock();
+	}
+	return max_t(enum ib_mtu, iboe_get_mtu(mtu), IB_MTU_256);
+}
+
+/**
  * sroce_gid_egress - check the net_device a source GID's packets leave through
  * @sdev: the device
  * @attr: a GID of @sdev's port, held by the caller

@@ -10,7 +10,6 @@
  */
 #include <linux/log2.h>
 #include <linux/random.h>
-#include <rdma/ib_addr.h>
 #include <rdma/uverbs_ioctl.h>
 
 #include "sroce_loc.h"
@@ -467,12 +466,18 @@ static void sroce_qp_reset(struct sroce_qp *qp)
 		sroce_cq_clean(to_scq(qp->ibqp.recv_cq), qp);
 }
 
-/* Path parameters once the QP knows where it sends. */
+/*
+ * Path parameters once the QP knows where it sends. The MTU is the path
+ * MTU asked for, but no more than the source GID's device takes now (a
+ * VLAN's may be smaller than the bound net_device's): the messages of an
+ * RC or UC QP are cut at it, for their whole life, whatever the devices'
+ * MTUs become later.
+ */
 static void sroce_qp_set_path(struct sroce_qp *qp, int mask)
 {
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	enum ib_mtu mtu = min_t(enum ib_mtu, qp->attr.path_mtu,
-				iboe_get_mtu(READ_ONCE(sdev->ndev->mtu)));
+				sroce_av_mtu(sdev, &qp->av));
 
 	qp->mtu = ib_mtu_enum_to_int(max_t(enum ib_mtu, mtu, IB_MTU_256));
 	if (mask & IB_QP_AV) {

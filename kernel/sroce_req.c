@@ -8,7 +8,6 @@
  * resent.
  */
 #include <linux/overflow.h>
-#include <rdma/ib_addr.h>
 
 #include "sroce_loc.h"
 #include "sroce_mem_api.h"
@@ -251,7 +250,6 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 	struct sroce_dev *sdev = to_sdev(qp->ibqp.device);
 	struct sroce_send_wqe *wqe = sroce_swqe_copy(qp, idx);
 	struct sroce_swqe *sw = &qp->swqe[idx & (qp->sq.num_slots - 1)];
-	u32 mtu = ib_mtu_enum_to_int(iboe_get_mtu(READ_ONCE(sdev->ndev->mtu)));
 	struct sroce_deth *deth;
 	struct sroce_bth *bth;
 	struct sroce_av av;
@@ -259,6 +257,7 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 	bool loopback;
 	int err = 0;
 	u32 qkey;
+	u32 mtu;
 	u8 op;
 
 	if (sroce_ah_lookup(sdev, qp->ibqp.pd, wqe->wr.ud.ah_num, &av,
@@ -266,7 +265,11 @@ static int sroce_req_ud(struct sroce_qp *qp, u32 idx)
 		sroce_req_fail(qp, idx, IB_WC_LOC_QP_OP_ERR);
 		return -EINVAL;
 	}
-	/* From here @av holds a reference to its source GID. */
+	/*
+	 * From here @av holds a reference to its source GID. A datagram fits
+	 * the MTU of the device it leaves through, now.
+	 */
+	mtu = ib_mtu_enum_to_int(sroce_av_mtu(sdev, &av));
 	if (sw->len > mtu) {
 		sroce_req_fail(qp, idx, IB_WC_LOC_LEN_ERR);
 		err = -EMSGSIZE;
