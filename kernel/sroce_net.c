@@ -207,6 +207,12 @@ static bool sroce_pkt_to_arrival_gid(struct sroce_dev *sdev,
  * Drops what is malformed, not for this device, for no QP or for a full
  * receive queue (each counted by reason); queues the rest to its QP and
  * schedules the QP's engine. Any context.
+ *
+ * A packet dropped is counted once, by the first check it fails, in this
+ * order: malformed (length, opcode, transport version, pad:
+ * drop_malformed), not to a GID of its arrival device (drop_bad_dest),
+ * ICRC (drop_icrc_err), no QP (drop_no_qp), the QP's receive queue full
+ * (drop_rx_queue_full).
  */
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 {
@@ -220,10 +226,6 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 	unsigned int pad, len;
 	__le32 icrc;
 
-	if (wire && !sroce_pkt_to_arrival_gid(sdev, skb)) {
-		why = SROCE_CNT_DROP_BAD_DEST;
-		goto drop;
-	}
 	if (skb_linearize(skb))
 		goto drop;
 	len = skb->len;
@@ -236,6 +238,14 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 	    len < info->hdr_len + pad + SROCE_ICRC_LEN ||
 	    (bth->flags & 0x0f) != 0)
 		goto drop;
+	/*
+	 * The cheap checks first, then the GID table, then the ICRC over
+	 * every byte: a packet is counted by the first it fails.
+	 */
+	if (wire && !sroce_pkt_to_arrival_gid(sdev, skb)) {
+		why = SROCE_CNT_DROP_BAD_DEST;
+		goto drop;
+	}
 	if (wire) {
 		memcpy(&icrc, skb->data + len - SROCE_ICRC_LEN, sizeof(icrc));
 		if (icrc != sroce_icrc(skb)) {
