@@ -764,8 +764,10 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->priority = sroce_av_prio(av);
 	err = sroce_route(sdev, av, skb);
 	if (err) {
-		sroce_dbg_dev(sdev, "packet to %pI6 dropped: no route (%d)\n",
-			      av->dgid.raw, err);
+		/* Counted in sent_pkts too, when it was made. */
+		sroce_drop(sdev, SROCE_CNT_SEND_NO_ROUTE,
+			   "packet from %pI6 to %pI6 not sent (%d)\n",
+			   av->sgid.raw, av->dgid.raw, err);
 		kfree_skb(skb);
 		return err;
 	}
