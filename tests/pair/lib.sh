@@ -25,10 +25,12 @@ rdma_up() {
 		echo "$dev has no RoCEv2 GID for $MY4" >&2; return 1; }
 }
 
-# roce_v2_gid_index DEV ADDR: the GID table index of ADDR, RoCE v2 (an
-# IPv4 address: ::ffff:ADDR)
+# roce_v2_gid_index DEV ADDR [NDEV]: the GID table index of ADDR, RoCE v2
+# (an IPv4 address: ::ffff:ADDR); with NDEV, the one whose net_device is
+# NDEV (an IPv6 link-local address is a GID of a device and of each VLAN
+# on it)
 roce_v2_gid_index() {
-	local want p f n
+	local want p nd=${3:-}
 	case $2 in
 	*:*) want=$(/usr/bin/python3 -c 'import ipaddress, sys
 print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2") || return 1 ;;
@@ -36,11 +38,20 @@ print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2") || return 1 ;;
 		${2//./ }) ;;
 	esac
 	p=/sys/class/infiniband/$1/ports/1
-	wait_for 10 grep -qx "$want" "$p"/gids/* 2>/dev/null || return 1
-	for f in "$p"/gids/*; do
+	wait_for 10 gid_index_of "$p" "$want" "$nd" >/dev/null || return 1
+	gid_index_of "$p" "$want" "$nd"
+}
+
+# gid_index_of PORT_DIR GID [NDEV]: print the index of RoCE v2 GID GID
+# (on NDEV) in PORT_DIR's table; false if there is none
+gid_index_of() {
+	local f n
+	for f in "$1"/gids/*; do
 		n=${f##*/}
-		[ "$(cat "$f")" = "$want" ] &&
-			[ "$(cat "$p/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ] &&
+		[ "$(cat "$f")" = "$2" ] &&
+			[ "$(cat "$1/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ] &&
+			{ [ -z "${3:-}" ] ||
+			  [ "$(cat "$1/gid_attrs/ndevs/$n" 2>/dev/null)" = "$3" ]; } &&
 			{ echo "$n"; return 0; }
 	done
 	return 1

@@ -14,6 +14,13 @@ def meet(victim, port, me, qpn, psn):
     """Connect to the victim's sroce-wire at @port, take its Dest and give
     it ours (QP @qpn, first PSN @psn, GID of address @me). Returns the
     socket and the victim's QPN, rkey and MR address."""
+    s, vqpn, rkey, addr, _ = meet_gid(victim, port, me, qpn, psn)
+    return s, vqpn, rkey, addr
+
+
+def meet_gid(victim, port, me, qpn, psn):
+    """meet(), where @me may be an IPv6 address too, also returning the
+    victim's GID (16 bytes: its QP's source address)."""
     for _ in range(600):
         try:
             s = socket.create_connection((victim, port))
@@ -28,10 +35,13 @@ def meet(victim, port, me, qpn, psn):
         if not got:
             sys.exit('the victim went away')
         buf += got
-    vqpn, _, _, rkey, _, addr = DEST.unpack(buf)
-    gid = bytes(10) + b'\xff\xff' + socket.inet_aton(me)
+    vqpn, _, vgid, rkey, _, addr = DEST.unpack(buf)
+    if ':' in me:
+        gid = socket.inet_pton(socket.AF_INET6, me)
+    else:
+        gid = bytes(10) + b'\xff\xff' + socket.inet_aton(me)
     s.sendall(DEST.pack(qpn, psn, gid, 0, 0, 0))
-    return s, vqpn, rkey, addr
+    return s, vqpn, rkey, addr, vgid
 
 
 def sync(s):

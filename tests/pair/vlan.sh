@@ -13,10 +13,17 @@
 # and udaddy bound to the VLAN's addresses; RC over the VLAN and the
 # untagged GID at once. An SL above 6 is a privileged priority: as root
 # every SL, as uid 65534 EPERM for an AH or an RC path (vlan_sl.py).
+# eth0.400 has MTU 1000: RC (every byte checked), UD and rping over it
+# (sroce cuts a path MTU of 1024 at the device's 512). On VM a: RC
+# loopback on the VLAN's GID works, but not from the VLAN's GID to an
+# address of eth0 (send_no_route); a macvlan of eth0 in a namespace with
+# VM b's address does not turn VM a's traffic to VM b into loopback.
 # Last, VM b sends VM a's victim QP (on its VLAN
 # GID) RDMA WRITEs on the wrong VLAN, untagged, or to the wrong GID
-# (vlan_dest.py), or on a VLAN with the same address: each dropped and
-# counted by drop_bad_dest or drop_bad_source, not a byte landed, and
+# (vlan_dest.py), or on a VLAN with the same address, and then to a
+# victim on the VLAN's IPv6 link-local GID untagged and on VLAN 200 (the
+# same address is a GID of eth0 and eth0.200): each dropped and counted
+# by drop_bad_dest or drop_bad_source, not a byte landed, and
 # drop_bad_dest counted nothing else all along.
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -162,6 +169,109 @@ for s in a b; do
 		"retry_connect ibv_rc_pingpong $a1 $PEER4 & p=\$!; retry_connect ibv_rc_pingpong $a2 $peerv4; r=\$?; wait \$p && [ \$r = 0 ]"
 done
 
+# A VLAN with a smaller MTU than eth0: eth0.400 at 1000 bytes, where a
+# packet of 1024 bytes of payload (eth0's active MTU, which sroce-wire
+# takes as its path MTU, and ibv_rc_pingpong's default) does not fit.
+# sroce cuts the messages of a path on eth0.400's GID at 512: before, it
+# cut them at eth0's MTU and every full packet was dropped (DF). Both ends
+# must cut alike: rdma_rxe takes its port's MTU, so against it the path
+# MTU asked for is 512. The RDMA CM takes the VLAN's MTU (512) on both.
+ip link add link eth0 name eth0.400 type vlan id 400 &&
+	ip link set eth0.400 mtu 1000 &&
+	ip addr add "10.62.0.$n/24" dev eth0.400 &&
+	ip link set eth0.400 up || echo "FAIL eth0.400"
+sgidx=$(roce_v2_gid_index "$dev" "10.62.0.$n") ||
+	echo "FAIL $dev has no RoCEv2 GID for 10.62.0.$n"
+busybox ping -c 2 -W 10 "10.62.0.$p" >/dev/null
+both_sroce=
+[ "$KIND" = sroce ] && [ "${PEER_KIND:-sroce}" = sroce ] && both_sroce=1
+for s in a b; do
+	c=$([ $s = a ] && echo b || echo a)
+	mtu_arg="-m 512"
+	if [ -n "$both_sroce" ]; then
+		mtu_arg=
+		port=$((port + 1))
+		step "MTU 1000 VLAN: sroce-wire, path MTU 1024, server $s client $c" $s \
+			"$wire $dev $sgidx -p $port -n 50 -s 3000" \
+			"$wire $dev $sgidx -p $port -n 50 -s 3000 10.62.0.$p"
+	fi
+	port=$((port + 1))
+	args="-d $dev -g $sgidx -p $port -n 100 -s 4096 -c $mtu_arg"
+	step "MTU 1000 VLAN: ibv_rc_pingpong ${mtu_arg:-path MTU 1024}, server $s client $c" $s \
+		"ibv_rc_pingpong $args" "ibv_rc_pingpong $args 10.62.0.$p"
+	port=$((port + 1))
+	args="-d $dev -g $sgidx -p $port -n 100 -s 400 -c"
+	step "MTU 1000 VLAN: ibv_ud_pingpong server $s client $c" $s \
+		"ibv_ud_pingpong $args" "ibv_ud_pingpong $args 10.62.0.$p"
+	port=$((port + 1))
+	step "MTU 1000 VLAN: rping -V server $s client $c" $s \
+		"rping -s -a 10.62.0.$n -p $port -C 5 -S 30000 -V" \
+		"rping -c -a 10.62.0.$p -p $port -C 5 -S 30000 -V"
+done
+ip link del eth0.400
+
+# Loopback only between GIDs of one device. On VM a (sroce): an RC
+# pingpong between two of its QPs on the VLAN's GID is looped back; from
+# the VLAN's IPv6 GID to an address of eth0 (fd00:3::N) it is not, as the
+# wire would not carry it across VLANs: the route to a local address
+# leaves through the loopback device, which sroce refuses
+# (send_no_route), and the client's retries run out. VM b goes on to the
+# next step, which waits for VM a.
+if [ "$ROLE" = a ] && [ "$KIND" = sroce ]; then
+	# local_rc PORT SERVER_GID CLIENT_GID ADDR: an RC pingpong within
+	# this VM, the client to ADDR; the client's status
+	local_rc() {
+		local srv rc
+		timeout "$(tmo 60)" ibv_rc_pingpong -d "$dev" -g "$2" -p "$1" \
+			-n 10 -c > /tmp/out/local-server.log 2>&1 &
+		srv=$!
+		wait_for 20 tcp_listening "$1"
+		timeout "$(tmo 60)" ibv_rc_pingpong -d "$dev" -g "$3" -p "$1" \
+			-n 10 -c "$4" > /tmp/out/local-client.log 2>&1
+		rc=$?
+		kill "$srv" 2>/dev/null
+		wait "$srv" 2>/dev/null
+		return $rc
+	}
+	port=$((port + 1))
+	check "loopback on the VLAN's GID: RC within VM a" \
+		local_rc "$port" "$vgidx" "$vgidx" "$myv4"
+	ip -6 addr add "fd00:3::$n/64" dev eth0 nodad
+	bgidx6=$(roce_v2_gid_index "$dev" "fd00:3::$n") ||
+		echo "FAIL $dev has no RoCEv2 GID for fd00:3::$n"
+	no_route0=$(counter send_no_route)
+	port=$((port + 1))
+	check "no loopback from the VLAN's GID to eth0's: retries run out" \
+		eval "! local_rc $port $bgidx6 $vgidx6 fd00:3::$n &&
+			grep -q 'retry counter exceeded' /tmp/out/local-client.log"
+	no_route=$(( $(counter send_no_route) - no_route0 ))
+	check "send_no_route grew by $no_route, expected more than 0" \
+		[ "$no_route" -gt 0 ]
+	ip -6 addr del "fd00:3::$n/64" dev eth0
+fi
+
+# A macvlan of eth0 on VM a, in a namespace of its own (a container),
+# with VM b's address: ib_core makes a GID of it, which sroce never sends
+# from. It must not make VM a's paths to VM b local (they would be looped
+# back to VM a's own QP numbers): RC between the VMs still passes.
+if [ "$ROLE" = a ]; then
+	ip netns add vlan_c &&
+		ip link add link eth0 name mv0 type macvlan mode bridge &&
+		ip link set mv0 netns vlan_c &&
+		ip -n vlan_c addr add "$PEER4/24" dev mv0 &&
+		ip -n vlan_c link set mv0 up &&
+		roce_v2_gid_index "$dev" "$PEER4" mv0 >/dev/null ||
+		echo "FAIL a GID of $PEER4 on mv0 in namespace vlan_c"
+fi
+for s in a b; do
+	c=$([ $s = a ] && echo b || echo a)
+	port=$((port + 1))
+	args="-d $dev -g $gidx -p $port -n 100 -s 4096 -c"
+	step "eth0 RC beside a macvlan with the peer's address, server $s client $c" $s \
+		"ibv_rc_pingpong $args" "ibv_rc_pingpong $args $PEER4"
+done
+[ "$ROLE" = a ] && ip netns del vlan_c
+
 # The wrong VLAN, untagged, the wrong GID: VM b's vlan_dest.py sends each
 # kind 5 times at a victim QP of VM a on its VLAN GID. rp_filter off on
 # VM a: base_gid_to_vlan_qp comes untagged from the VLAN's address.
@@ -204,6 +314,42 @@ else
 		awk '{ for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1) }')
 	step "VLAN victim QP: memory untouched by packets on the wrong VLAN" a "" \
 		"/usr/bin/python3 $(dirname "$0")/vlan_dest.py eth0 $peer_mac $PEER4 $peerv4 $MY4 $myv4 10.61.0.$n $port $kinds"
+fi
+# The same on IPv6 link-local: VM a's victim QP on the link-local address
+# of its eth0.100, which is also a GID of eth0 and of eth0.200 (one MAC,
+# one EUI-64 address). VM b sends it WRITEs untagged and on VID 200, from
+# the address the QP is connected to (drop_bad_source), and to no QP on
+# VID 100 (drop_no_qp).
+port=$((port + 1))
+# link_local DEV: the IPv6 link-local address of DEV
+link_local() {
+	ip -6 -o addr show dev "$1" scope link |
+		awk '{ sub("/.*", "", $4); print $4; exit }'
+}
+wait_for 10 eval '[ -n "$(link_local eth0.100)" ]' ||
+	echo "FAIL eth0.100 has no IPv6 link-local address"
+if [ "$ROLE" = a ]; then
+	ll=$(link_local eth0.100)
+	[ "$ll" = "$(link_local eth0)" ] ||
+		echo "FAIL eth0.100's link-local address $ll is not eth0's (EUI-64)"
+	llgidx=$(roce_v2_gid_index "$dev" "$ll" eth0.100) &&
+		roce_v2_gid_index "$dev" "$ll" eth0.200 >/dev/null ||
+		echo "FAIL no GID of $ll on eth0.100 and eth0.200"
+	for k in drop_bad_dest drop_bad_source drop_no_qp; do
+		before[$k]=$(counter $k)
+	done
+	step "VLAN link-local victim QP: memory untouched by packets off its VLAN" a \
+		"$wire $dev $llgidx -p $port -n 1 -s 4096 -V" ""
+	wait_for 30 eval '[ $(grown drop_bad_source) -ge $((2 * kinds)) ]'
+	check "link-local: drop_bad_source grew by $(grown drop_bad_source), expected $((2 * kinds))" \
+		[ "$(grown drop_bad_source)" -eq $((2 * kinds)) ]
+	check "link-local: drop_no_qp grew by $(grown drop_no_qp), expected $kinds" \
+		[ "$(grown drop_no_qp)" -eq $kinds ]
+	check "link-local: drop_bad_dest grew by $(grown drop_bad_dest), expected 0" \
+		[ "$(grown drop_bad_dest)" -eq 0 ]
+else
+	step "VLAN link-local victim QP: memory untouched by packets off its VLAN" a "" \
+		"/usr/bin/python3 $(dirname "$0")/vlan_dest.py --link-local eth0 $peer_mac $peerv4 $(link_local eth0.100) $port $kinds"
 fi
 port=$((port + 1))
 step "VLAN RC after the wrong-VLAN packets (server a)" a \
