@@ -5,13 +5,14 @@
  * difference once, under the kernel change that made it, and told apart by
  * a feature test (a macro the change added, the type of an op it changed),
  * not by the version: it holds for kernels with the change backported.
- * The rest of the driver is written once, for one interface. (One
- * difference lives with its only user: the create_cq op's type, beside
- * the ops table in sroce_verbs.c.)
+ * The rest of the driver is written once, for one interface. (Two
+ * differences live with their only user, beside the ops table in
+ * sroce_verbs.c: the types of the create_cq and reg_user_mr_dmabuf ops.)
  */
 #ifndef SROCE_COMPAT_H
 #define SROCE_COMPAT_H
 
+#include <linux/dma-buf.h>
 #include <linux/ipv6.h>
 #include <linux/mm.h>
 #include <net/inet_sock.h>
@@ -52,6 +53,34 @@ static inline void sroce_vm_flags_set(struct vm_area_struct *vma,
 	vm_flags_set(vma, flags);
 #else
 	vma->vm_flags |= flags;
+#endif
+}
+
+/*
+ * A dma-buf's kernel mapping is made under the buffer's reservation lock
+ * since 6.2, whose dma_buf_vmap() asserts it and which added
+ * dma_buf_vmap_unlocked() and dma_buf_vunmap_unlocked() to take it,
+ * 56e5abba8c3e ("dma-buf: Add unlocked variant of vmapping functions");
+ * 6.1's dma_buf_vmap() takes the buffer's own mutex. Kbuild defines
+ * SROCE_HAVE_DMA_BUF_VMAP_UNLOCKED where dma-buf.h has them.
+ */
+static inline int sroce_dma_buf_vmap(struct dma_buf *dmabuf,
+				     struct iosys_map *map)
+{
+#ifdef SROCE_HAVE_DMA_BUF_VMAP_UNLOCKED
+	return dma_buf_vmap_unlocked(dmabuf, map);
+#else
+	return dma_buf_vmap(dmabuf, map);
+#endif
+}
+
+static inline void sroce_dma_buf_vunmap(struct dma_buf *dmabuf,
+					struct iosys_map *map)
+{
+#ifdef SROCE_HAVE_DMA_BUF_VMAP_UNLOCKED
+	dma_buf_vunmap_unlocked(dmabuf, map);
+#else
+	dma_buf_vunmap(dmabuf, map);
 #endif
 }
 

@@ -424,7 +424,8 @@ static void sroce_mem_refused(struct sroce_dev *sdev, u32 qpn, u32 key,
  * Return: the key's current map with a reference held (sroce_map_put() it):
  * everything the access then does goes through that one map. Or
  * ERR_PTR(-ENOENT) for a key that names no valid MR or window it may be
- * used as (wrong tag, freed, a window as an lkey or through another QP),
+ * used as (wrong tag, freed, a window as an lkey or through another QP, a
+ * null MR's as an rkey),
  * -EPERM for another PD, -EACCES for a missing access bit, -ERANGE for bytes
  * outside the key's range (computed without overflow).
  */
@@ -492,6 +493,10 @@ again:
 	if (!map)
 		goto err;
 
+	/* A null MR's key is an L_Key only (ibv_alloc_null_mr(3)). */
+	err = -ENOENT;
+	if (qpn && map->type == SROCE_MAP_NULL)
+		goto err_put;
 	/* The key's PD is the one the access is made in. */
 	err = -EPERM;
 	if (map->pd != pd)
@@ -507,7 +512,8 @@ again:
 	err = -ERANGE;
 	if (len && check_add_overflow(va, len - 1, &last))
 		goto err_put;
-	if (map->type == SROCE_MAP_DMA)
+	/* A DMA MR covers every kernel address, a null MR every address. */
+	if (map->type == SROCE_MAP_DMA || map->type == SROCE_MAP_NULL)
 		return map;
 	if (len && (!map->length ||
 		    check_add_overflow(map->iova, map->length - 1, &map_last) ||
@@ -580,7 +586,8 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @len: bytes
  * @to_mem: copy @buf into the memory (else the memory into @buf)
  *
- * May sleep (an ODP MR's pages are faulted in).
+ * May sleep (an ODP MR's pages are faulted in). A null MR's map discards
+ * what is copied into it and gives zeroes.
  * Return: 0; or for an ODP MR, -EFAULT when its memory cannot be had
  * (nothing mapped there, or not writable for a write) and -ENOMEM when a
  * child umem of its range cannot be allocated; some bytes may have been
@@ -605,10 +612,21 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		sroce_fast_copy(map, va, buf, len, to_mem);
 		return 0;
 	}
+	/* A null MR: writes go nowhere, reads give zeroes. */
+	if (map->type == SROCE_MAP_NULL) {
+		if (!to_mem)
+			memset(buf, 0, len);
+		return 0;
+	}
 	if (pin->odp)
 		return sroce_odp_copy(map, va, buf, len, to_mem);
 
 	off = va - map->base + pin->offset;
+	/* A dma-buf's range is contiguous in its kernel mapping. */
+	if (pin->vaddr) {
+		sroce_copy_paged(pin->vaddr + off, buf, len, to_mem);
+		return 0;
+	}
 	while (len) {
 		struct page *page = pin->pages[off >> PAGE_SHIFT];
 		unsigned int in_page = offset_in_page(off);
@@ -682,13 +700,15 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
  * request names says nothing of it: a zero-based window's 0 may be any byte
  * of a page, and a fast registration's iova need not share its pages'
  * offsets. Every page a map translates through is at least 8-byte aligned
- * (pinned and ODP pages are whole pages; a fast registration's page
- * addresses are aligned to its page size, ib_sg_to_pages()).
+ * (pinned and ODP pages are whole pages, a dma-buf's kernel mapping
+ * starts at a page; a fast registration's page addresses are aligned to
+ * its page size, ib_sg_to_pages()).
  */
 static u64 sroce_map_mem_offset(const struct sroce_map *map, u64 va)
 {
 	switch (map->type) {
 	case SROCE_MAP_DMA:
+	case SROCE_MAP_NULL:
 		return va;
 	case SROCE_MAP_FAST:
 		return va - map->iova + map->first_offset;
@@ -719,6 +739,9 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 	 * ODP lock holds one page only), and no CPU store tears them.
 	 */
 	if (sroce_map_mem_offset(map, va) & (sizeof(u64) - 1))
+		return -EINVAL;
+	/* No atomic reaches a null MR (an lkey only); none ever should. */
+	if (WARN_ON_ONCE(map->type == SROCE_MAP_NULL))
 		return -EINVAL;
 	/* ODP: the page is faulted in and held before the spinlock. */
 	if (odp) {

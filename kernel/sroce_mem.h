@@ -10,6 +10,7 @@
 #ifndef SROCE_MEM_H
 #define SROCE_MEM_H
 
+#include <linux/iosys-map.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
@@ -21,7 +22,19 @@
 #include "sroce_mem_api.h"
 #include "sroce_param.h"
 
+struct dma_buf;
 struct sroce_dev;
+
+/*
+ * A dma-buf's memory as MR backing (sroce_dmabuf.c), built when the kernel
+ * has dma-bufs: without it the reg_user_mr_dmabuf op fails with EOPNOTSUPP
+ * (the stubs below), as ib_core answers a device without the op.
+ */
+#if IS_ENABLED(CONFIG_DMA_SHARED_BUFFER)
+#define SROCE_DMABUF 1
+#else
+#define SROCE_DMABUF 0
+#endif
 
 /*
  * Keys: a 24-bit index, then an 8-bit tag (random, or for a window the
@@ -53,9 +66,12 @@ static inline u32 sroce_key_index(u32 key)
 		  ##__VA_ARGS__)
 
 /**
- * struct sroce_pin - pinned user pages, or an on-demand paging range
+ * struct sroce_pin - what a user MR's addresses reach: pinned user pages,
+ *                    an on-demand paging range, or a dma-buf's memory
  * @ref: held by each map that translates through them
- * @umem: the pinned memory (umem->address, ->length: the user range)
+ * @ibdev: the device whose MRs use it
+ * @umem: the pinned memory (umem->address, ->length: the user range); NULL
+ *        for a dma-buf
  * @odp: an ODP MR's range (IB_ACCESS_ON_DEMAND; then @umem is its umem and
  *       @pages is NULL): nothing is pinned, pages are faulted in when an
  *       access needs them and dropped when the MMU notifier invalidates them
@@ -75,9 +91,16 @@ static inline u32 sroce_key_index(u32 key)
  * @nchildren: entries of @children
  * @evict_next: the chunk index from which to look for a child to free when
  *              no child is idle
+ * @dmabuf: a dma-buf MR's buffer (a reference: the buffer lives while the
+ *          pin does, whatever its owner closes); then @umem and @odp are
+ *          NULL and @vaddr is where the range is
+ * @vmap: the dma-buf's kernel mapping (dma_buf_vmap()), held with CPU
+ *        access begun (dma_buf_begin_cpu_access()) until the pin goes
+ * @vaddr: a dma-buf's range: the kernel address of its first page
+ * @dmabuf_offset: a dma-buf's range: its first byte's offset in the buffer
  * @offset: the range's offset within its first page
- * @npages: entries of @pages
- * @pages: every page of the range, in order
+ * @npages: entries of @pages (a dma-buf: the pages its range spans)
+ * @pages: every page of the range, in order (NULL for ODP and dma-buf)
  * @faults: ODP: pages the data path faulted in (an access found its page
  *          missing, or not writable for a write)
  * @invalidated: ODP: mapped pages the MMU notifier took away
@@ -93,6 +116,7 @@ static inline u32 sroce_key_index(u32 key)
  */
 struct sroce_pin {
 	struct kref ref;
+	struct ib_device *ibdev;
 	struct ib_umem *umem;
 	struct ib_umem_odp *odp;
 	bool implicit;
@@ -101,6 +125,10 @@ struct sroce_pin {
 	struct rw_semaphore child_rwsem; /* see above */
 	unsigned int nchildren;
 	unsigned long evict_next;
+	struct dma_buf *dmabuf;
+	struct iosys_map vmap;
+	void *vaddr;
+	u64 dmabuf_offset;
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;
@@ -120,6 +148,7 @@ enum sroce_map_type {
 	SROCE_MAP_USER,		/* pinned user memory, through @pin */
 	SROCE_MAP_DMA,		/* a kernel PD's DMA MR: every kernel address */
 	SROCE_MAP_FAST,		/* a fast registration: kernel pages, @pages */
+	SROCE_MAP_NULL,		/* a null MR: writes discarded, reads zero */
 };
 
 /**
@@ -140,7 +169,7 @@ enum sroce_map_type {
  * @base: the address that translates to the start of @pin's range: @iova
  *        for an MR; for a window over part of an MR, @iova less the
  *        window's offset into the MR
- * @pin: SROCE_MAP_USER: the pages
+ * @pin: SROCE_MAP_USER: the pages (pinned, ODP or a dma-buf's)
  * @window: a window's view of an MR's map (sroce_map_window())
  * @published: an MR's map, while the MR publishes it (and holds a
  *             reference for that): the one field that changes, under the
@@ -289,6 +318,9 @@ struct sroce_map *sroce_map_window(const struct sroce_map *mr_map,
 /* sroce_mr.c */
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *sroce_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access, struct ib_udata *udata);
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
 				  struct ib_pd *pd, struct ib_udata *udata);
@@ -309,6 +341,40 @@ int sroce_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
 int sroce_dealloc_mw(struct ib_mw *ibmw);
 int sroce_mw_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
 			u32 key);
+
+/* sroce_dmabuf.c */
+#if SROCE_DMABUF
+struct sroce_pin *sroce_dmabuf_get(struct ib_device *ibdev, u64 offset,
+				   u64 length, int fd, int access,
+				   struct sroce_kmem_user *ku);
+void sroce_dmabuf_release(struct sroce_pin *pin);
+int sroce_dmabuf_pin_access(const struct sroce_pin *pin, int access);
+const char *sroce_dmabuf_exporter(const struct sroce_pin *pin);
+#else
+/* Without dma-bufs no registration makes a dma-buf pin. */
+static inline struct sroce_pin *sroce_dmabuf_get(struct ib_device *ibdev,
+						 u64 offset, u64 length,
+						 int fd, int access,
+						 struct sroce_kmem_user *ku)
+{
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+static inline void sroce_dmabuf_release(struct sroce_pin *pin)
+{
+}
+
+static inline int sroce_dmabuf_pin_access(const struct sroce_pin *pin,
+					  int access)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline const char *sroce_dmabuf_exporter(const struct sroce_pin *pin)
+{
+	return "";
+}
+#endif /* SROCE_DMABUF */
 
 /* sroce_odp.c */
 #if SROCE_ODP

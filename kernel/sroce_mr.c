@@ -34,7 +34,7 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 static void sroce_pin_release(struct kref *ref)
 {
 	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
-	struct sroce_dev *sdev = to_sdev(pin->umem->ibdev);
+	struct sroce_dev *sdev = to_sdev(pin->ibdev);
 	struct mm_struct *grabbed = NULL;
 
 	if (pin->chunked) {
@@ -46,7 +46,9 @@ static void sroce_pin_release(struct kref *ref)
 		xa_destroy(&pin->children);
 		grabbed = pin->umem->owning_mm;
 	}
-	if (pin->odp)
+	if (pin->dmabuf)
+		sroce_dmabuf_release(pin);
+	else if (pin->odp)
 		ib_umem_odp_release(pin->odp);
 	else
 		ib_umem_release(pin->umem);
@@ -61,8 +63,8 @@ static void sroce_pin_release(struct kref *ref)
  * sroce_pin_put - drop a reference on a pin
  * @pin: the pin, or NULL
  *
- * The last reference releases the pages (unpins them, or releases an ODP
- * range's umems).
+ * The last reference releases the pages (unpins them, releases an ODP
+ * range's umems, or lets go of a dma-buf). Process context.
  */
 void sroce_pin_put(struct sroce_pin *pin)
 {
@@ -94,6 +96,7 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
+	pin->ibdev = ibdev;
 	sroce_kmem_start(&pin->kmem, ku);
 
 	pin->umem = ib_umem_get(ibdev, start, length, access);
@@ -241,18 +244,138 @@ static struct ib_mr *sroce_mr_create(struct sroce_dev *sdev,
 	return &mr->ibmr;
 }
 
+/*
+ * What REG_MR's driver data asks (struct sroce_reg_mr_cmd): its flags, 0
+ * without any. A longer command than ours is refused unless what we do not
+ * know of it is zero.
+ */
+static int sroce_reg_mr_flags(struct ib_udata *udata, u32 *flags)
+{
+	struct sroce_reg_mr_cmd cmd;
+	int err;
+
+	*flags = 0;
+	if (!udata || !udata->inlen)
+		return 0;
+	if (udata->inlen < sizeof(cmd))
+		return -EINVAL;
+	if (udata->inlen > sizeof(cmd) &&
+	    !ib_is_udata_cleared(udata, sizeof(cmd),
+				 udata->inlen - sizeof(cmd)))
+		return -EOPNOTSUPP;
+	err = ib_copy_from_udata(&cmd, udata, sizeof(cmd));
+	if (err)
+		return err;
+	if ((cmd.flags & ~SROCE_REG_MR_NULL) || cmd.reserved)
+		return -EOPNOTSUPP;
+	*flags = cmd.flags;
+	return 0;
+}
+
+/*
+ * A null MR (ibv_alloc_null_mr(3)): an lkey whose writes are discarded
+ * and whose reads give zeroes, over every address; no rkey (the key
+ * refuses remote access: sroce_mem_get()). The command names no memory:
+ * start and iova 0, the largest length, local write or nothing asked.
+ */
+static struct ib_mr *sroce_reg_null_mr(struct ib_pd *ibpd, u64 start,
+				       u64 length, u64 iova, int access)
+{
+	struct sroce_map *map;
+	struct ib_mr *ibmr;
+
+	if (start || iova || length != U64_MAX ||
+	    (access & ~IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EINVAL);
+	map = sroce_map_alloc(SROCE_MAP_NULL, ibpd, IB_ACCESS_LOCAL_WRITE, 0,
+			      U64_MAX, NULL, 0);
+	if (!map)
+		return ERR_PTR(-ENOMEM);
+	ibmr = sroce_mr_create(to_sdev(ibpd->device), map);
+	if (!IS_ERR(ibmr))
+		ibmr->rkey = 0;
+	return ibmr;
+}
+
+/**
+ * sroce_reg_user_mr - register user memory, or make a null MR
+ * @ibpd: the PD
+ * @start: the memory's user address (implicit ODP: 0)
+ * @length: its bytes (implicit ODP: U64_MAX)
+ * @iova: where its first byte is seen
+ * @access: IB_ACCESS_*
+ * @udata: REG_MR's driver data: SROCE_REG_MR_NULL asks for a null MR
+ *
+ * Return: the MR, or an ERR_PTR: -EINVAL for a bad range or null MR
+ * command, -EOPNOTSUPP for driver data we do not know, or the pinning's or
+ * ODP's error.
+ */
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
 	struct sroce_pin *pin;
 	struct sroce_map *map;
+	u32 flags;
 	int err;
 
+	err = sroce_reg_mr_flags(udata, &flags);
+	if (err)
+		return ERR_PTR(err);
+	if (flags & SROCE_REG_MR_NULL)
+		return sroce_reg_null_mr(ibpd, start, length, iova, access);
 	err = sroce_mr_check(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);
 	pin = sroce_pin_get(ibpd->device, start, length, access,
 			    sroce_udata_kmem_user(udata));
+	if (IS_ERR(pin))
+		return ERR_CAST(pin);
+	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin,
+			      0);
+	if (!map) {
+		sroce_pin_put(pin);
+		return ERR_PTR(-ENOMEM);
+	}
+	return sroce_mr_create(to_sdev(ibpd->device), map);
+}
+
+/**
+ * sroce_reg_user_mr_dmabuf - register a dma-buf's memory
+ *                            (ibv_reg_dmabuf_mr())
+ * @ibpd: the PD
+ * @offset: the range's first byte in the buffer
+ * @length: its bytes
+ * @iova: where its first byte is seen (at @offset's offset in a page:
+ *        ib_core checks it)
+ * @fd: the dma-buf's file descriptor, in the caller's process
+ * @access: IB_ACCESS_* (ib_core lets local write, remote read, write and
+ *          atomic, and relaxed ordering through)
+ * @udata: the caller's
+ *
+ * The MR's map translates through a dma-buf pin (sroce_dmabuf.c): the MR
+ * holds the buffer and its kernel mapping until it is deregistered, so
+ * its owner may close the fd (and every other reference it has) at once.
+ * Return: the MR; or ERR_PTR(-EBADF) for an @fd that is not open, -EINVAL
+ * for one that is not a dma-buf, a range of 0 bytes, past the buffer's end
+ * or wrapping the iova space, or access a dma-buf MR cannot grant,
+ * -EACCES for write access to a buffer opened read-only, -EOPNOTSUPP for
+ * an exporter that gives the kernel no mapping, -ENOMEM.
+ */
+struct ib_mr *sroce_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access, struct ib_udata *udata)
+{
+	struct sroce_pin *pin;
+	struct sroce_map *map;
+	int err;
+
+	/* Never implicit ODP: sroce_dmabuf_get() refuses ON_DEMAND. */
+	err = sroce_mr_check(offset, length, iova,
+			     access & ~IB_ACCESS_ON_DEMAND);
+	if (err)
+		return ERR_PTR(err);
+	pin = sroce_dmabuf_get(ibpd->device, offset, length, fd, access,
+			       sroce_udata_kmem_user(udata));
 	if (IS_ERR(pin))
 		return ERR_CAST(pin);
 	map = sroce_map_alloc(SROCE_MAP_USER, ibpd, access, iova, length, pin,
@@ -478,12 +601,21 @@ int sroce_mr_invalidate(struct sroce_dev *sdev, struct ib_pd *pd, u32 qpn,
  * The pages of an access-only change: the same pin, unless the new access
  * writes and the pages were pinned for reading only; then the same range is
  * pinned again for writing (which fails for memory the process cannot
- * write, e.g. mapped read-only).
+ * write, e.g. mapped read-only). A dma-buf's pin stays, if the buffer
+ * allows the access.
  */
 static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
 					      struct sroce_pin *pin,
 					      int access)
 {
+	if (pin->dmabuf) {
+		int err = sroce_dmabuf_pin_access(pin, access);
+
+		if (err)
+			return ERR_PTR(err);
+		kref_get(&pin->ref);
+		return pin;
+	}
 	/* ODP faults each access in for what it needs. */
 	if (pin->implicit && !(access & IB_ACCESS_ON_DEMAND))
 		return ERR_PTR(-EINVAL);
@@ -510,9 +642,15 @@ static struct sroce_pin *sroce_pin_for_access(struct ib_device *ibdev,
  * released); on failure the MR is unchanged. The new map replaces the old
  * one at once, so keys never change: requests that found the old map
  * finish with it, later ones use the new, and this returns once the old
- * one's last access is done (as deregistration does).
+ * one's last access is done (as deregistration does). A dma-buf MR keeps
+ * its buffer: its PD and access may change (within what a dma-buf MR may
+ * grant), not its translation.
  *
- * Return: NULL (the MR was changed in place) or an ERR_PTR.
+ * Return: NULL (the MR was changed in place) or an ERR_PTR: -EBUSY while
+ * windows are bound, -EINVAL for an MR that is not user memory (a null
+ * MR), a bad range or access, -EOPNOTSUPP for a new translation of a
+ * dma-buf MR, -EACCES for write access to a dma-buf opened read-only, or
+ * the pinning's error.
  */
 struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 				  u64 length, u64 iova, int access,
@@ -536,12 +674,17 @@ struct ib_mr *sroce_rereg_user_mr(struct ib_mr *ibmr, int flags, u64 start,
 	err = -EINVAL;
 	if (old->type != SROCE_MAP_USER)
 		goto out;
+	/* A dma-buf MR's translation is its buffer: no user range for it. */
+	err = -EOPNOTSUPP;
+	if (old->pin->dmabuf && (flags & IB_MR_REREG_TRANS))
+		goto out;
 	if (!(flags & IB_MR_REREG_ACCESS))
 		access = old->access;
 	if (!(flags & IB_MR_REREG_PD))
 		pd = old->pd;
 	if (!(flags & IB_MR_REREG_TRANS)) {
-		start = old->pin->umem->address;
+		start = old->pin->dmabuf ? old->pin->dmabuf_offset :
+					   old->pin->umem->address;
 		length = old->length;
 		iova = old->iova;
 	}
@@ -597,13 +740,35 @@ static bool sroce_res_may_see_residency(const struct ib_mr *ibmr)
 	       (task && uid_eq(task_euid(task), current_euid()));
 }
 
+/* What an MR's map is, as "rdma resource show mr" names it. */
+static const char *sroce_mr_kind(const struct sroce_map *map)
+{
+	if (!map)
+		return "none";
+	switch (map->type) {
+	case SROCE_MAP_USER:
+		return map->pin->dmabuf ? "dmabuf" : map->pin->odp ? "odp" :
+								     "pinned";
+	case SROCE_MAP_DMA:
+		return "dma";
+	case SROCE_MAP_FAST:
+		return "fast";
+	case SROCE_MAP_NULL:
+		return "null";
+	}
+	return "none";
+}
+
 /**
  * sroce_fill_res_mr_entry - what "rdma resource show mr" adds for an MR
  * @msg: the netlink message
  * @ibmr: the MR
  *
- * Driver attributes (shown with -dd): odp (no, explicit or implicit);
- * for user memory pages_mapped (pinned pages, or ODP pages present now);
+ * Driver attributes (shown with -dd): kind (pinned, odp, dmabuf, null,
+ * dma, fast, or none for a fast-registration MR never registered); odp
+ * (no, explicit or implicit); for a dma-buf MR its exporter ("udmabuf");
+ * for user memory pages_mapped (pinned pages, the pages a dma-buf range
+ * spans, or ODP pages present now);
  * for ODP page_faults, pages_invalidated, pages_prefetched, ahead_queued
  * and ahead_run (of the current translation: see struct sroce_pin); rereg
  * (successful re-registrations) and windows (bound now). An ODP MR's
@@ -629,7 +794,12 @@ int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr)
 	pin = map && map->type == SROCE_MAP_USER ? map->pin : NULL;
 	odp = !pin || !pin->odp ? "no" : pin->implicit ? "implicit" :
 						   "explicit";
-	if (rdma_nl_put_driver_string(msg, "odp", odp))
+	if (rdma_nl_put_driver_string(msg, "kind", sroce_mr_kind(map)) ||
+	    rdma_nl_put_driver_string(msg, "odp", odp))
+		goto out;
+	if (pin && pin->dmabuf &&
+	    rdma_nl_put_driver_string(msg, "exporter",
+				      sroce_dmabuf_exporter(pin)))
 		goto out;
 	if (pin && pin->odp && !sroce_res_may_see_residency(ibmr))
 		pin = NULL;

@@ -116,6 +116,7 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	if (!pin)
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
+	pin->ibdev = ibdev;
 	sroce_kmem_start(&pin->kmem, ku);
 	if (sroce_odp_is_chunked(start, length, access)) {
 		/* ib_core's implicit roots take no huge-page hint. */

@@ -351,6 +351,30 @@ static inline int sroce_create_cq_bundle(struct ib_cq *ibcq,
 			    &sroce_create_cq),				\
 		sroce_create_cq, sroce_create_cq_bundle)
 
+/*
+ * ib_device_ops.reg_user_mr_dmabuf takes the uverbs attribute bundle
+ * instead of the driver's udata since 6.12, 3aa73c6b795b ("RDMA: Pass
+ * uverbs_attr_bundle as part of '.reg_user_mr_dmabuf' API"); the udata is
+ * the bundle's driver_udata. The ops table takes SROCE_REG_USER_MR_DMABUF,
+ * chosen as SROCE_CREATE_CQ is.
+ */
+static inline struct ib_mr *
+sroce_reg_user_mr_dmabuf_bundle(struct ib_pd *ibpd, u64 offset, u64 length,
+				u64 iova, int fd, int access,
+				struct uverbs_attr_bundle *attrs)
+{
+	return sroce_reg_user_mr_dmabuf(ibpd, offset, length, iova, fd, access,
+					attrs ? &attrs->driver_udata : NULL);
+}
+
+#define SROCE_REG_USER_MR_DMABUF					\
+	__builtin_choose_expr(						\
+		__same_type(((const struct ib_device_ops *)NULL)->	\
+			    reg_user_mr_dmabuf,				\
+			    &sroce_reg_user_mr_dmabuf),			\
+		sroce_reg_user_mr_dmabuf,				\
+		sroce_reg_user_mr_dmabuf_bundle)
+
 static const struct ib_device_ops sroce_dev_ops = {
 	.owner = THIS_MODULE,
 	.driver_id = RDMA_DRIVER_UNKNOWN,
@@ -405,6 +429,7 @@ static const struct ib_device_ops sroce_dev_ops = {
 	.query_srq = sroce_query_srq,
 	.query_ucontext = sroce_query_ucontext,
 	.reg_user_mr = sroce_reg_user_mr,
+	.reg_user_mr_dmabuf = SROCE_REG_USER_MR_DMABUF,
 	.advise_mr = sroce_advise_mr,
 	.req_notify_cq = sroce_req_notify_cq,
 	.rereg_user_mr = sroce_rereg_user_mr,

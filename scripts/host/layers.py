@@ -65,7 +65,7 @@ LAYERS, ALLOWED = [], set()
 
 # Memory must reach neither the engine nor the transport nor the wire,
 # whatever the document says.
-MEMORY = {"mem", "mr", "mw", "odp", "kmem"}
+MEMORY = {"mem", "mr", "mw", "odp", "dmabuf", "kmem"}
 ENGINE = {"qp", "task", "req", "resp", "comp", "net"}
 
 

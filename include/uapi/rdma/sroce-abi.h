@@ -209,6 +209,24 @@ struct sroce_recv_wqe {
 	__u32 reserved;
 };
 
+/*
+ * REG_MR's driver data (after the core command), optional: without it, or
+ * with flags 0, the command registers user memory.
+ *
+ * SROCE_REG_MR_NULL makes a null MR (ibv_alloc_null_mr()): its key is an
+ * lkey only (no rkey: the response's is 0), writes through it are discarded
+ * and reads give zeroes. The command's start and hca_va must be 0, its
+ * length 2^64 - 1 and its access IB_ACCESS_LOCAL_WRITE or 0.
+ */
+enum sroce_reg_mr_flags {
+	SROCE_REG_MR_NULL = 1 << 0,
+};
+
+struct sroce_reg_mr_cmd {
+	__u32 flags;		/* enum sroce_reg_mr_flags */
+	__u32 reserved;		/* 0 */
+};
+
 /* Response to CREATE_AH (after the core response). */
 struct sroce_create_ah_resp {
 	__u32 ah_num;		/* names the AH in UD send WQEs */
