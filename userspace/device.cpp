@@ -49,6 +49,7 @@ void free_context(ibv_context *ibctx) noexcept
 const verbs_context_ops context_ops = {
 	.advise_mr = advise_mr,
 	.alloc_mw = alloc_mw,
+	.alloc_null_mr = alloc_null_mr,
 	.alloc_parent_domain = alloc_parent_domain,
 	.alloc_pd = alloc_pd,
 	.alloc_td = alloc_td,
@@ -87,6 +88,7 @@ const verbs_context_ops context_ops = {
 	.query_port = query_port,
 	.query_qp = query_qp,
 	.query_srq = query_srq,
+	.reg_dmabuf_mr = reg_dmabuf_mr,
 	.reg_mr = reg_mr,
 	.req_notify_cq = req_notify_cq,
 	.rereg_mr = rereg_mr,

@@ -125,6 +125,60 @@ ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	return &vmr->ibv_mr;
 }
 
+// A dma-buf's memory (ibv_reg_dmabuf_mr(3)): the kernel holds the buffer
+// and maps it for its copies until the MR is deregistered, so the caller
+// may close @fd at once. A kernel without the method (or an sroce.ko built
+// without dma-bufs) says EOPNOTSUPP; one too old for the ioctl method
+// itself says EPROTONOSUPPORT, which means the same to the caller.
+ibv_mr *reg_dmabuf_mr(ibv_pd *ibpd, uint64_t offset, size_t length,
+		      uint64_t iova, int fd, int access) noexcept
+{
+	auto *vmr = new (std::nothrow) verbs_mr{};
+	if (!vmr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	int ret = ibv_cmd_reg_dmabuf_mr(ibpd, offset, length, iova, fd, access,
+					vmr);
+	if (ret) {
+		delete vmr;
+		errno = ret == EPROTONOSUPPORT ? EOPNOTSUPP : ret;
+		return nullptr;
+	}
+	vmr->access = access;
+	return &vmr->ibv_mr;
+}
+
+// A null MR (ibv_alloc_null_mr(3)): a kernel MR of its own kind, asked for
+// with REG_MR's driver data; its lkey discards what is written through it
+// and reads as zeroes, and it has no rkey. libibverbs fills in nothing for
+// this op: context, PD, address and length are set here.
+ibv_mr *alloc_null_mr(ibv_pd *ibpd) noexcept
+{
+	auto *vmr = new (std::nothrow) verbs_mr{};
+	if (!vmr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	with_drv_data<struct ibv_reg_mr, sroce_reg_mr_cmd> cmd{};
+	cmd.drv.flags = SROCE_REG_MR_NULL;
+	ib_uverbs_reg_mr_resp resp{};
+	int ret = ibv_cmd_reg_mr(ibpd, nullptr, SIZE_MAX, 0,
+				 IBV_ACCESS_LOCAL_WRITE, vmr, cmd.core(),
+				 sizeof(cmd), &resp, sizeof(resp));
+	if (ret) {
+		delete vmr;
+		errno = ret;
+		return nullptr;
+	}
+	vmr->ibv_mr.pd = ibpd;
+	vmr->ibv_mr.addr = nullptr;
+	vmr->ibv_mr.length = SIZE_MAX;
+	vmr->ibv_mr.rkey = 0;
+	vmr->mr_type = IBV_MR_TYPE_NULL_MR;
+	return &vmr->ibv_mr;
+}
+
 // In place: the kernel swaps the MR's translation, PD or access at once and
 // the keys stay; libibverbs updates pd, addr and length on success.
 int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,

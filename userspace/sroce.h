@@ -331,6 +331,9 @@ int dealloc_td(ibv_td *ibtd) noexcept;
 int dealloc_pd(ibv_pd *ibpd) noexcept;
 ibv_mr *reg_mr(ibv_pd *ibpd, void *addr, size_t length, uint64_t hca_va,
 	       int access) noexcept;
+ibv_mr *reg_dmabuf_mr(ibv_pd *ibpd, uint64_t offset, size_t length,
+		      uint64_t iova, int fd, int access) noexcept;
+ibv_mr *alloc_null_mr(ibv_pd *ibpd) noexcept;
 int rereg_mr(verbs_mr *vmr, int flags, ibv_pd *pd, void *addr, size_t length,
 	     int access) noexcept;
 int dereg_mr(verbs_mr *vmr) noexcept;

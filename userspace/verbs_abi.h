@@ -355,6 +355,8 @@ int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va,
 		   int access, verbs_mr *vmr, struct ibv_reg_mr *cmd,
 		   size_t cmd_size, ib_uverbs_reg_mr_resp *resp,
 		   size_t resp_size);
+int ibv_cmd_reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length,
+			  uint64_t iova, int fd, int access, verbs_mr *vmr);
 int ibv_cmd_dereg_mr(verbs_mr *vmr);
 int ibv_cmd_advise_mr(ibv_pd *pd, ibv_advise_mr_advice advice, uint32_t flags,
 		      ibv_sge *sg_list, uint32_t num_sge);
@@ -471,6 +473,8 @@ static_assert(offsetof(verbs_device, sysfs) == 696);
 static_assert(offsetof(verbs_device, core_support) == 704);
 static_assert(sizeof(verbs_context_ops) == 76 * sizeof(void *));
 static_assert(offsetof(verbs_context_ops, query_port) == 480);
+static_assert(offsetof(verbs_context_ops, alloc_null_mr) == 24);
+static_assert(offsetof(verbs_context_ops, reg_dmabuf_mr) == 536);
 static_assert(offsetof(verbs_context_ops, reg_mr) == 544);
 static_assert(offsetof(verbs_context_ops, unimport_pd) == 600);
 static_assert(sizeof(ibv_mr) == 48);
