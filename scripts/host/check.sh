@@ -13,7 +13,9 @@
 #      make deb, then scripts/host/deb-check.sh installs them into an
 #      overlay of this machine's root, a VM boots that root and runs
 #      tests/pkg/guest.sh, and deb-check.sh purges them;
-# and ends with one line for all of them: "N passed, N failed".
+# and ends with one line for all of them: "N passed, N failed, N skipped"
+# (skipped: cases the VM's kernel cannot run, each named with its reason in
+# the VM's lines; never counted as passed).
 # make check-debug runs it too (scripts/host/check-debug.sh).
 #
 # Usage: scripts/host/check.sh [CASE ...]   CASEs (tests/cases/NAME.sh) for
@@ -29,7 +31,7 @@ build_log=$(make -s all 2>&1) ||
 	{ echo "$build_log"; echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 
 # Every step adds its tests here; the VM suite adds its own summary's.
-pass=0 failn=0
+pass=0 failn=0 skipn=0
 
 # --- 1. Host checks ----------------------------------------------------
 
@@ -284,6 +286,7 @@ vm_suite() { # [CASE ...]; KVER is the kernel the VM boots
 		2>/dev/null | tail -n 1)
 	pass=$((pass + $(echo "$summary" | awk '{print $1 + 0}')))
 	failn=$((failn + $(echo "$summary" | awk '{print $3 + 0}')))
+	skipn=$((skipn + $(echo "$summary" | awk '{print $5 + 0}')))
 	[ -n "$summary" ] || vm_unfinished "vm$tag" "$out/output" "$@"
 	vm_verdict "vm$tag" "$out" $vmrc
 }
@@ -299,10 +302,11 @@ vm_unfinished() {
 	for t in "${cases[@]}"; do
 		c=$(basename "$t" .sh)
 		line=$(tr -d '\r' < "$output" 2>/dev/null |
-			grep -E "^(ok|FAIL) +$c \(" | tail -n 1)
+			grep -E "^(ok|FAIL|skip) +$c \(" | tail -n 1)
 		case $line in
 		ok*) pass=$((pass + 1)) ;;
 		FAIL*) failn=$((failn + 1)) ;;
+		skip*) skipn=$((skipn + 1)) ;;
 		*)	echo "FAIL $name: $c did not finish (the VM ended first)"
 			failn=$((failn + 1)) ;;
 		esac
@@ -401,5 +405,5 @@ done
 # Full runs only: a run of chosen cases, or check-debug's debug kernel
 # (SROCE_KERNEL: no package of it), is not about the packages.
 [ $# -gt 0 ] || [ -n "${SROCE_KERNEL:-}" ] || pkg_suite
-echo "$pass passed, $failn failed"
+echo "$pass passed, $failn failed, $skipn skipped"
 [ "$failn" = 0 ]

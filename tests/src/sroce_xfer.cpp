@@ -18,7 +18,10 @@
 //   xfer_sec.cpp     what a security review found: refusals that land nothing
 //   xfer_verbs.cpp   SRQ limits, bad invalidations, a full CQ, AH refusals,
 //                    object limits
-// QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024).
+//   xfer_dmabuf.cpp  dma-buf MRs (ibv_reg_dmabuf_mr) over udmabuf
+//   xfer_nullmr.cpp  null MRs (ibv_alloc_null_mr)
+// QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024). A test
+// that cannot run here (no dma-buf exporter) says "SKIP: why" and exits 77.
 #include "xfer.h"
 
 using namespace xfer;
@@ -38,5 +41,5 @@ int main(int argc, char **argv)
 	return run_test(argv[1], argv[2], p,
 			{ ops_tests, errors_tests, rereg_tests, keys_tests,
 			  odp_tests, mw_tests, harden_tests, sec_tests,
-			  verbs_tests });
+			  verbs_tests, dmabuf_tests, nullmr_tests });
 }

@@ -521,6 +521,18 @@ inline long mem_available_kb()
 	return proc_kb("/proc/meminfo", "MemAvailable:");
 }
 
+// Why the test could not run here (what it needs is missing, said in a
+// sentence), or empty. run_test() then reports it as not run: "SKIP:",
+// exit status 77, which tests/lib.sh and the runner count apart from a
+// pass. The first reason given is kept.
+inline std::string skip_reason;
+
+inline void skip(const std::string &why)
+{
+	if (skip_reason.empty())
+		skip_reason = why;
+}
+
 // A test: its name, what it runs on a connected pair, what it changes in
 // the pair before the pair is set up, and whether it also runs on UC.
 struct Test {
@@ -533,7 +545,8 @@ struct Test {
 // The tests of one file (one feature), as sroce-xfer's main() finds them:
 // each xfer_NAME.cpp has a table NAME_tests.
 extern const std::span<const Test> ops_tests, errors_tests, rereg_tests,
-	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests, verbs_tests;
+	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests, verbs_tests,
+	dmabuf_tests, nullmr_tests;
 
 // A checker's usage line @what, then the tests it has, on stderr.
 // Return: 2, its exit code.
@@ -548,7 +561,8 @@ inline int usage(const char *what, std::span<const Test> tests)
 
 // Run the test called @name from @tables on a pair set up on device @dev
 // (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
-// 2 for a name no table has (or a test not for UC on UC).
+// 2 for a name no table has (or a test not for UC on UC); 77 with
+// "SKIP: NAME: why" for a test that could not run here (skip()).
 inline int run_test(const char *dev, std::string_view name, Pair &p,
 		    std::initializer_list<std::span<const Test>> tables)
 {
@@ -574,9 +588,14 @@ inline int run_test(const char *dev, std::string_view name, Pair &p,
 		t->fn(p);
 	teardown(p);
 	ibv_close_device(p.ctx);
-	if (!failures)
-		printf("%s ok\n", t->name);
-	return failures ? 1 : 0;
+	if (failures)
+		return 1;
+	if (!skip_reason.empty()) {
+		printf("SKIP: %s: %s\n", t->name, skip_reason.c_str());
+		return 77;
+	}
+	printf("%s ok\n", t->name);
+	return 0;
 }
 
 } // namespace xfer
