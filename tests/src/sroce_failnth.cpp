@@ -1072,6 +1072,38 @@ void failed_mr(Env &e, Slot &s, int)
 		mr_works(e, s, s.mr);
 }
 
+// A null MR of a's PD (ibv_alloc_null_mr).
+int call_alloc_null_mr(Env &e, Slot &s)
+{
+	errno = 0;
+	s.mr = ibv_alloc_null_mr(e.p.a.pd);
+	return ptr_result(s.mr);
+}
+
+// It works: a WRITE out of it carries zeroes into b's probe bytes (that
+// its key is no rkey, sroce-xfer's null_remote shows).
+void check_null_mr(Env &e, Slot &s, bool)
+{
+	uint8_t *m = &e.p.b.buf[kProbe];
+	ibv_wc wc{};
+
+	memset(m, 0xee, 4096);
+	SCHECK(s, post_send(e.p.a, IBV_WR_RDMA_WRITE, kSrc, 4096, kProbeId,
+			    uintptr_t(m), e.p.b.mr->rkey, IBV_SEND_SIGNALED,
+			    s.mr->lkey) == 0, "post a WRITE from the null MR");
+	if (!wait_wc(e, e.p.a.cq, wc)) {
+		SCHECK(s, false, "no completion of the WRITE from the null MR");
+		reconnect(e);
+		return;
+	}
+	SCHECK(s, wc.status == IBV_WC_SUCCESS &&
+			  std::count(m, m + 4096, uint8_t(0)) == 4096,
+	       "WRITE from the null MR: %s, not 4096 zeroes",
+	       ibv_wc_status_str(wc.status));
+	if (wc.status != IBV_WC_SUCCESS)
+		reconnect(e);
+}
+
 enum Rereg { kTrans, kAccess, kPd };
 
 // A fresh MR over mem[0]: read-only for a change of access, in pd2 for a
@@ -2103,6 +2135,8 @@ const Sweep kSweeps[] = {
 	{ .name = "advise_mr_implicit", .arg = kImplicit, .setup = setup_odp,
 	  .prepare = prep_mr, .call = call_advise, .check = check_advise,
 	  .failed = failed_advise, .undo = undo_mr },
+	{ .name = "alloc_null_mr", .call = call_alloc_null_mr,
+	  .check = check_null_mr, .undo = undo_mr },
 	{ .name = "import_mr", .call = call_import_mr,
 	  .check = check_import_mr, .undo = undo_import_mr },
 	{ .name = "create_cq", .call = call_create_cq, .check = check_cq,
