@@ -41,6 +41,8 @@ struct sroce_net;
  *      (sroce_net_attach()); opaque outside sroce_net.c
  * @list: entry in the driver's device list, protected by sroce_dev_lock
  * @port_state: last port state reported to ib_core, protected by @state_lock
+ *              (the send path reads @ndev's flags instead, lock-free:
+ *              sroce_ndev_active())
  * @state_lock: serialises port state changes and their async events
  * @num_pd: PDs allocated on this device (bounded by SROCE_MAX_PD)
  * @num_cq: CQs allocated on this device (bounded by SROCE_MAX_CQ)

@@ -13,6 +13,7 @@ const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_SENT_PKTS].name = "sent_pkts",
 	[SROCE_CNT_SENT_BYTES].name = "sent_bytes",
 	[SROCE_CNT_SEND_NO_ROUTE].name = "send_no_route",
+	[SROCE_CNT_SEND_PORT_DOWN].name = "send_port_down",
 	[SROCE_CNT_RCVD_PKTS].name = "rcvd_pkts",
 	[SROCE_CNT_RCVD_BYTES].name = "rcvd_bytes",
 	[SROCE_CNT_RETRANSMITS].name = "retransmits",

@@ -17,6 +17,7 @@ enum sroce_counter {
 	SROCE_CNT_SENT_PKTS,
 	SROCE_CNT_SENT_BYTES,
 	SROCE_CNT_SEND_NO_ROUTE,	/* not sent: no route out of its GID's device */
+	SROCE_CNT_SEND_PORT_DOWN,	/* not sent: the port not ACTIVE */
 	SROCE_CNT_RCVD_PKTS,
 	SROCE_CNT_RCVD_BYTES,
 	SROCE_CNT_RETRANSMITS,		/* go-back resends (NAK, timeout, RNR) */

@@ -43,6 +43,7 @@ int sroce_net_init(void);
 void sroce_net_exit(void);
 int sroce_net_attach(struct sroce_dev *sdev);
 void sroce_net_detach(struct sroce_dev *sdev);
+bool sroce_ndev_active(const struct net_device *ndev);
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire);
 struct sk_buff *sroce_pkt_alloc(struct sroce_dev *sdev,
 				const struct sroce_av *av, u8 opcode, u32 psn,

@@ -85,9 +85,7 @@ static bool sroce_netdev_bound(struct net_device *ndev)
 
 enum ib_port_state sroce_netdev_port_state(struct net_device *ndev)
 {
-	if (netif_running(ndev) && netif_carrier_ok(ndev))
-		return IB_PORT_ACTIVE;
-	return IB_PORT_DOWN;
+	return sroce_ndev_active(ndev) ? IB_PORT_ACTIVE : IB_PORT_DOWN;
 }
 
 /**

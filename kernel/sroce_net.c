@@ -708,6 +708,47 @@ out:
 }
 
 /**
+ * sroce_ndev_active - does a net_device send and receive now?
+ * @ndev: our net_device, or a VLAN device on it
+ *
+ * Up (netif_running()) with carrier: what makes the port ACTIVE
+ * (sroce_netdev_port_state()). Lock-free (two flag bits), any context.
+ *
+ * Return: true if it is.
+ */
+bool sroce_ndev_active(const struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev);
+}
+
+/*
+ * Does the source GID of @av send now: not deleted, and its device (ours,
+ * or a VLAN device on it) up with carrier? A route out of that device
+ * would fail otherwise (sroce_route()), and a loopback path stays within
+ * it (sroce_av_is_local()). Lock-free: the GID's device under RCU.
+ */
+static bool sroce_av_gid_active(const struct sroce_av *av)
+{
+	struct net_device *ndev;
+	bool active;
+
+	if (!av->sgid_attr)
+		return false;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(av->sgid_attr);
+	active = !IS_ERR(ndev) && sroce_ndev_active(ndev);
+	rcu_read_unlock();
+	return active;
+}
+
+/* A packet handed on, to the IP stack or to our own receive path. */
+static void sroce_count_sent(struct sroce_dev *sdev, u32 paylen)
+{
+	sroce_count(sdev, SROCE_CNT_SENT_PKTS);
+	sroce_count_add(sdev, SROCE_CNT_SENT_BYTES, paylen);
+}
+
+/**
  * sroce_pkt_xmit - send a packet sroce_pkt_alloc() made and the caller filled
  * @sdev: the sending device
  * @av: where it goes
@@ -715,16 +756,43 @@ out:
  * @loopback: the destination is one of @sdev's own GIDs
  * @skb: the packet (consumed)
  *
+ * A packet that cannot leave is dropped and counted: in send_port_down
+ * while the port is not ACTIVE, in send_no_route when its source GID is
+ * gone, that GID's device is not up with carrier, or no route leaves
+ * through that device (sroce_av_gid_active(), sroce_route()). Nothing
+ * retries it here: a reliable QP's transport timer resends it, then
+ * fails the WQE with RETRY_EXC, as when the network loses it; the callers
+ * ignore the return value. sent_pkts and sent_bytes count the packets
+ * handed to the IP stack or, looped back, to sroce_rcv(). Process context
+ * (the engine, under the QP's mutex); reads the devices' state lock-free.
+ *
  * Return: 0, or a negative errno if it could not be sent.
  */
 int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   u16 sport, bool loopback, struct sk_buff *skb)
 {
+	enum sroce_counter why = SROCE_CNT_SEND_NO_ROUTE;
+	u32 paylen = SROCE_PKT(skb)->paylen;
+	struct sk_buff *local = NULL;
 	__le32 icrc;
 	int err;
 
-	sroce_count(sdev, SROCE_CNT_SENT_PKTS);
-	sroce_count_add(sdev, SROCE_CNT_SENT_BYTES, SROCE_PKT(skb)->paylen);
+	/*
+	 * Nothing leaves, looped back or not, while the port is not ACTIVE:
+	 * a NIC sends nothing on a DOWN port, and rdma_rxe's route lookup
+	 * fails on a device that is down, loopback included. Nor while the
+	 * source GID's device is down or the GID gone. Receive needs no
+	 * check: a net_device that is down takes nothing from the wire.
+	 */
+	if (!sroce_ndev_active(sdev->ndev)) {
+		why = SROCE_CNT_SEND_PORT_DOWN;
+		err = -ENETDOWN;
+		goto drop;
+	}
+	if (!sroce_av_gid_active(av)) {
+		err = -ENETUNREACH;
+		goto drop;
+	}
 	sroce_push_udp(skb, sport);
 	if (av->net_type == RDMA_NETWORK_IPV4)
 		sroce_push_ip4(sdev->sn->net, skb, av, !loopback);
@@ -733,6 +801,7 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	if (loopback) {
 		/* Not on a wire: no ICRC to compute or check. */
 		skb_pull(skb, skb_transport_offset(skb) + sizeof(struct udphdr));
+		sroce_count_sent(sdev, paylen);
 		sroce_rcv(sdev, skb, false);
 		return 0;
 	}
@@ -740,17 +809,11 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	memcpy(skb_tail_pointer(skb) - SROCE_ICRC_LEN, &icrc, sizeof(icrc));
 	/*
 	 * Multicast also goes to our own members, here rather than by the
-	 * IP stack's multicast loop (which our sockets turn off).
+	 * IP stack's multicast loop (which our sockets turn off): a copy,
+	 * made while skb->cb is still ours, delivered if the packet is sent.
 	 */
-	if (rdma_is_multicast_addr((struct in6_addr *)av->dgid.raw)) {
-		struct sk_buff *local = skb_copy(skb, GFP_KERNEL);
-
-		if (local) {
-			skb_pull(local, skb_transport_offset(local) +
-					sizeof(struct udphdr));
-			sroce_rcv(sdev, local, false);
-		}
-	}
+	if (rdma_is_multicast_addr((struct in6_addr *)av->dgid.raw))
+		local = skb_copy(skb, GFP_KERNEL);
 
 	/* skb->cb held our packet state; the IP layer reads its own there. */
 	memset(skb->cb, 0, sizeof(skb->cb));
@@ -764,13 +827,15 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 	skb->priority = sroce_av_prio(av);
 	err = sroce_route(sdev, av, skb);
 	if (err) {
-		/* Counted in sent_pkts too, when it was made. */
-		sroce_drop(sdev, SROCE_CNT_SEND_NO_ROUTE,
-			   "packet from %pI6 to %pI6 not sent (%d)\n",
-			   av->sgid.raw, av->dgid.raw, err);
-		kfree_skb(skb);
-		return err;
+		kfree_skb(local);
+		goto drop;
 	}
+	if (local) {
+		skb_pull(local, skb_transport_offset(local) +
+				sizeof(struct udphdr));
+		sroce_rcv(sdev, local, false);
+	}
+	sroce_count_sent(sdev, paylen);
 	if (av->net_type == RDMA_NETWORK_IPV4)
 		err = ip_local_out(sdev->sn->net, sdev->sn->sock4->sk, skb);
 	else
@@ -781,6 +846,11 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		return -EAGAIN;
 	}
 	return 0;
+drop:
+	sroce_drop(sdev, why, "packet from %pI6 to %pI6 not sent (%d)\n",
+		   av->sgid.raw, av->dgid.raw, err);
+	kfree_skb(skb);
+	return err;
 }
 
 /**

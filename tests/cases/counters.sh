@@ -12,7 +12,8 @@ stat() { # NAME: the counter's value
 	rdma statistic show link sroce0/1 | tr ' ' '\n' |
 		awk -v n="$1" '$0 == n { getline; print; exit }'
 }
-for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes nak_rem_access_sent \
+for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes send_no_route \
+	send_port_down nak_rem_access_sent \
 	nak_rem_access_rcvd local_ack_timeout retry_exceeded_err \
 	rnr_nak_sent rnr_nak_rcvd drop_icrc_err drop_no_qp rkey_invalid \
 	rkey_stale_tag rkey_access_refused rkey_out_of_range odp_page_faults \

@@ -7,7 +7,14 @@
 # (a) eth0 is set down for 3 s, then up. The port must go DOWN and come
 #     back ACTIVE; no write may fail (NVMe: the controller is kept for
 #     ctrl_loss_tmo and I/O waits meanwhile; NFS: a hard mount retries); the
-#     writes go on after the link returns.
+#     writes go on after the link returns. sroce0 sends nothing while its
+#     port is DOWN, loopback included (send_port_down counts the drops), so
+#     the I/O stops: the RC QPs' transport timers resend (the RDMA CM's
+#     RoCE timeout is 2 s, with 7 retries for nvme-rdma and 6 for
+#     xprtrdma, about 15 s in all), and the first resend after eth0 is
+#     back carries the I/O on. An outage longer than the retries fails
+#     the QPs with RETRY_EXC and the clients reconnect (NVMe within
+#     ctrl_loss_tmo, 60 s, every 1 s; NFS over a new connection).
 # (b) "rdma link delete sroce0", then "rdma link add". The delete must
 #     return (every kernel client lets the device go). NVMe: nvme-rdma
 #     deletes the controller, so the writer ends with an I/O error; after
@@ -26,14 +33,17 @@
 # "rdma link delete" completes. The runner fails the case on any kernel
 # report or taint.
 #
-# Passes on Debian 6.1 and 6.12 (35 to 65 s under TCG). What it found:
-# - sroce passes loopback packets whatever the port state
-#   (sroce_pkt_xmit), so fault (a) does not break the connections today:
-#   sroce0 carries about 50 MB in the 3 s eth0 is down, and neither client
-#   reconnects ("note:" lines; run the case through a wrapper that fails
-#   to see them). rdma_rxe drops every packet for lack of a route and
-#   errors the QP, which makes (a) a real reconnect there. A change that
-#   stops loopback traffic on a port that is not ACTIVE waits in pending/.
+# Passed on Debian 6.1 and 6.12 (35 to 65 s under TCG) before sroce
+# dropped packets on a DOWN port; not yet run since. What it found:
+# - sroce passed loopback packets whatever the port state
+#   (sroce_pkt_xmit): sroce0 carried about 50 MB in the 3 s eth0 was
+#   down. It now drops them (send_port_down), and the "note:" lines say
+#   how many bytes moved (none), how many packets were dropped, and how
+#   many times each client connected again (run the case through a
+#   wrapper that fails to see them). rdma_rxe drops every packet for lack
+#   of a route and errors the QP at once (LOC_QP_OP_ERR), which makes (a)
+#   a reconnect there; tests/cases/port_down_loopback.sh proves sroce's
+#   drop with verbs.
 # - nvme-rdma fails the writer's I/O with EIO once its controller is
 #   deleted (native multipath, no path left); "rdma link delete" returns
 #   within a second under both clients; NFS resumes about 3 s after
@@ -201,9 +211,11 @@ flap() {
 	ip link set eth0 down || fail "ip link set eth0 down"
 	wait_for 10 port_is DOWN || fail "$1: sroce0 port 1 is" \
 		"'$(port_state)' after eth0 went down, expected DOWN"
-	s0=$(sent)
+	s0=$(sent) d0=$(port_counter send_port_down)
 	sleep $down_s
-	note "$1: sroce0 sent $(($(sent) - s0)) bytes in the $down_s s eth0 was down"
+	note "$1: sroce0 sent $(($(sent) - s0)) bytes and dropped" \
+		"$(($(port_counter send_port_down) - ${d0:-0})) packets" \
+		"(send_port_down) in the $down_s s eth0 was down"
 	ip link set eth0 up || fail "ip link set eth0 up"
 	wait_for 10 port_is ACTIVE || fail "$1: sroce0 port 1 is" \
 		"'$(port_state)' 10 s after eth0 came up, expected ACTIVE"

@@ -90,6 +90,7 @@ struct Pair {
 	int remote_access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			    IBV_ACCESS_REMOTE_ATOMIC;
 	uint64_t send_ops = 0;	// create with ibv_create_qp_ex and these ops
+	int gid_index = 1;	// the source and destination GID of both QPs
 	Side a, b;
 };
 
@@ -123,11 +124,11 @@ inline bool setup_side(Pair &p, Side &s)
 	return s.pd && s.cq && s.mr && s.qp;
 }
 
-// Take @qp from RESET to RTS, towards QP @dest of this device (GID 1)
-// whose packets start at PSN @rq_psn; its own start at its number * 7. With
-// @rc, RC's attributes too (XRC takes them as well: ib_uverbs drops those
-// a half has not); @timeout, @retry_cnt and @rnr_retry are RC's. Returns
-// an errno.
+// Take @qp from RESET to RTS, towards QP @dest of this device (GID
+// @p.gid_index, 1 by default) whose packets start at PSN @rq_psn; its own
+// start at its number * 7. With @rc, RC's attributes too (XRC takes them
+// as well: ib_uverbs drops those a half has not); @timeout, @retry_cnt and
+// @rnr_retry are RC's. Returns an errno.
 inline int qp_to_rts(Pair &p, ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
 		     bool rc, int timeout, int retry_cnt, int rnr_retry)
 {
@@ -147,9 +148,9 @@ inline int qp_to_rts(Pair &p, ibv_qp *qp, uint32_t dest, uint32_t rq_psn,
 	a.min_rnr_timer = 1;
 	a.ah_attr.is_global = 1;
 	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.sgid_index = uint8_t(p.gid_index);
 	a.ah_attr.grh.hop_limit = 64;
-	ibv_query_gid(p.ctx, 1, 1, &a.ah_attr.grh.dgid);
+	ibv_query_gid(p.ctx, 1, p.gid_index, &a.ah_attr.grh.dgid);
 	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 	if (rc)
