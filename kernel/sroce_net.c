@@ -761,12 +761,14 @@ static void sroce_count_sent(struct sroce_dev *sdev, u32 paylen)
  * gone, that GID's device is not up with carrier, or no route leaves
  * through that device (sroce_av_gid_active(), sroce_route()). Nothing
  * retries it here: a reliable QP's transport timer resends it, then
- * fails the WQE with RETRY_EXC, as when the network loses it; the callers
- * ignore the return value. sent_pkts and sent_bytes count the packets
- * handed to the IP stack or, looped back, to sroce_rcv(). Process context
- * (the engine, under the QP's mutex); reads the devices' state lock-free.
+ * fails the WQE with RETRY_EXC, as when the network loses it. sent_pkts
+ * and sent_bytes count the packets handed to the IP stack or, looped
+ * back, to sroce_rcv(). Process context (the engine, under the QP's
+ * mutex); reads the devices' state lock-free.
  *
- * Return: 0, or a negative errno if it could not be sent.
+ * Return: 0 if it was handed on (counted in sent_pkts; the IP stack may
+ * still drop it, as the network may), or a negative errno if it was
+ * dropped here.
  */
 int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		   u16 sport, bool loopback, struct sk_buff *skb)
@@ -840,11 +842,9 @@ int sroce_pkt_xmit(struct sroce_dev *sdev, const struct sroce_av *av,
 		err = ip_local_out(sdev->sn->net, sdev->sn->sock4->sk, skb);
 	else
 		err = ip6_local_out(sdev->sn->net, sdev->sn->sock6->sk, skb);
-	if (net_xmit_eval(err)) {
+	if (net_xmit_eval(err))
 		sroce_dbg_dev(sdev, "packet to %pI6 dropped by the stack (%d)\n",
 			      av->dgid.raw, err);
-		return -EAGAIN;
-	}
 	return 0;
 drop:
 	sroce_drop(sdev, why, "packet from %pI6 to %pI6 not sent (%d)\n",

@@ -63,11 +63,12 @@ static struct sk_buff *sroce_resp_pkt(struct sroce_qp *qp, u8 opcode,
 	return skb;
 }
 
-static void sroce_resp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
+/* Return: 0 if sent, as sroce_pkt_xmit(). */
+static int sroce_resp_xmit(struct sroce_qp *qp, struct sk_buff *skb)
 {
 	sroce_task_tx_mark(qp, skb);
-	sroce_pkt_xmit(to_sdev(qp->ibqp.device), &qp->av, qp->sport,
-		       qp->loopback, skb);
+	return sroce_pkt_xmit(to_sdev(qp->ibqp.device), &qp->av, qp->sport,
+			      qp->loopback, skb);
 }
 
 static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
@@ -77,7 +78,11 @@ static void sroce_set_aeth(struct sk_buff *skb, u8 syndrome, u32 msn)
 	aeth->smsn = cpu_to_be32((u32)syndrome << 24 | (msn & 0xffffff));
 }
 
-/* Counts and traces a NAK this responder sends (an ACK counts nothing). */
+/*
+ * Counts and traces a NAK this responder has sent (an ACK counts nothing):
+ * one sroce_pkt_xmit() handed on, as sent_pkts counts it, not one it
+ * dropped (send_port_down, send_no_route).
+ */
 static void sroce_resp_count_nak(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	static const enum sroce_counter naks[] = {
@@ -130,11 +135,11 @@ static void sroce_resp_ack(struct sroce_qp *qp, u32 psn, u8 syndrome)
 {
 	struct sk_buff *skb = sroce_resp_pkt(qp, SROCE_RC_ACK, psn, 0);
 
-	sroce_resp_count_nak(qp, psn, syndrome);
 	if (!skb)
 		return;
 	sroce_set_aeth(skb, syndrome, qp->resp.msn);
-	sroce_resp_xmit(qp, skb);
+	if (!sroce_resp_xmit(qp, skb))
+		sroce_resp_count_nak(qp, psn, syndrome);
 }
 
 /* The SRQ receives come from: the QP's, or an XRC target's current one. */

@@ -12,9 +12,13 @@
 #     the I/O stops: the RC QPs' transport timers resend (the RDMA CM's
 #     RoCE timeout is 2 s, with 7 retries for nvme-rdma and 6 for
 #     xprtrdma, about 15 s in all), and the first resend after eth0 is
-#     back carries the I/O on. An outage longer than the retries fails
+#     back carries the I/O on: both clients connect to eth0's IPv4
+#     address, whose GID stays. An outage longer than the retries fails
 #     the QPs with RETRY_EXC and the clients reconnect (NVMe within
-#     ctrl_loss_tmo, 60 s, every 1 s; NFS over a new connection).
+#     ctrl_loss_tmo, 60 s, every 1 s; NFS over a new connection), and so
+#     would any outage of a connection on an IPv6 GID: going down removes
+#     eth0's IPv6 addresses, ib_core deletes their GIDs, and a path on one
+#     sends nothing more (send_no_route) even once the address is back.
 # (b) "rdma link delete sroce0", then "rdma link add". The delete must
 #     return (every kernel client lets the device go). NVMe: nvme-rdma
 #     deletes the controller, so the writer ends with an I/O error; after

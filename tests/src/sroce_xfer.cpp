@@ -4,7 +4,7 @@
 // back through sroce's RoCEv2 path) and checks the bytes that arrived and
 // the completions, as an application would.
 //
-//   sroce-xfer DEV TEST [QP_TYPE] [MTU]
+//   sroce-xfer DEV TEST [QP_TYPE] [MTU] [ARG]
 //
 // TEST is one of the names in the tables of the feature files, over the
 // harness in xfer.h:
@@ -20,8 +20,10 @@
 //                    object limits
 //   xfer_dmabuf.cpp  dma-buf MRs (ibv_reg_dmabuf_mr) over udmabuf
 //   xfer_nullmr.cpp  null MRs (ibv_alloc_null_mr)
-// QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024). A test
-// that cannot run here (no dma-buf exporter) says "SKIP: why" and exits 77.
+// QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024); ARG is
+// the test's own (port_down: the network device whose IPv4 GID its QPs
+// use, the port's own by default). A test that cannot run here (no dma-buf
+// exporter) says "SKIP: why" and exits 77.
 #include "xfer.h"
 
 using namespace xfer;
@@ -31,13 +33,16 @@ int main(int argc, char **argv)
 	Pair p;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: sroce-xfer DEV TEST [rc|uc] [MTU]\n");
+		fprintf(stderr,
+			"usage: sroce-xfer DEV TEST [rc|uc] [MTU] [ARG]\n");
 		return 2;
 	}
 	if (argc > 3 && std::string_view(argv[3]) == "uc")
 		p.type = IBV_QPT_UC;
 	if (argc > 4)
 		p.mtu = ibv_mtu(__builtin_ctz(atoi(argv[4]) / 128));
+	if (argc > 5)
+		p.arg = argv[5];
 	return run_test(argv[1], argv[2], p,
 			{ ops_tests, errors_tests, rereg_tests, keys_tests,
 			  odp_tests, mw_tests, harden_tests, sec_tests,

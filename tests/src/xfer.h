@@ -91,6 +91,7 @@ struct Pair {
 			    IBV_ACCESS_REMOTE_ATOMIC;
 	uint64_t send_ops = 0;	// create with ibv_create_qp_ex and these ops
 	int gid_index = 1;	// the source and destination GID of both QPs
+	const char *arg = nullptr;	// the test's own argument, if any
 	Side a, b;
 };
 

@@ -4,12 +4,15 @@
 // and a QP without remote write (REM_ACCESS_ERR), another PD's lkey
 // (LOC_PROT_ERR), a short receive (LOC_LEN_ERR), RNR and transport retries
 // spent (RNR_RETRY_EXC_ERR, RETRY_EXC_ERR), a late receive found by RNR,
-// a WRITE while the port is DOWN (RETRY_EXC_ERR). Each refusal leaves both
-// sides' buffers, guard pages included, as they were to the byte
-// (expect_untouched()).
+// a WRITE while the port, or its GID's VLAN device, is down
+// (RETRY_EXC_ERR). Each refusal leaves both sides' buffers, guard pages
+// included, as they were to the byte (expect_untouched()).
 #include "xfer.h"
 
 #include <chrono>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 
 namespace xfer {
 namespace {
@@ -148,45 +151,120 @@ bool port_event(Pair &p, ibv_event_type want, ibv_port_state state,
 	return pa.state == state;
 }
 
-// A port that is not ACTIVE sends nothing, not even to its own GIDs
-// (tests/cases/port_down_loopback.sh takes eth0 down when asked): a WRITE
-// that lands while the port is ACTIVE; once it is DOWN, a WRITE between
-// the same QPs lands nothing, its packets are dropped and counted in
-// send_port_down (its first sending and each of its retry_cnt resends; not
-// in sent_pkts), and the transport timer fails it with RETRY_EXC_ERR. Once
-// the port is ACTIVE again, a WRITE between new QPs lands.
+// Is network device @name up with carrier (IFF_UP and IFF_RUNNING)?
+bool ndev_up(const char *name)
+{
+	ifreq ifr{};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	bool up;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	up = fd >= 0 && ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 &&
+	     (ifr.ifr_flags & (IFF_UP | IFF_RUNNING)) == (IFF_UP | IFF_RUNNING);
+	if (fd >= 0)
+		close(fd);
+	return up;
+}
+
+// The ifindex of the network device of port 1's GID @index, or 0.
+unsigned gid_ndev(const Pair &p, uint32_t index)
+{
+	ibv_gid_entry e{};
+
+	return ibv_query_gid_ex(p.ctx, 1, index, &e, 0) ? 0 : e.ndev_ifindex;
+}
+
+// The network device of port_down's GID, which the case sets down and up:
+// @port if it is the port's own (that of the default GID, index 0).
+struct PathDev {
+	char name[IF_NAMESIZE] = "";
+	bool port = false;
+};
+
+// Says "waiting for NAME to go down" (@up false) or "to come up" and waits
+// up to 60 s (times time_scale()) for it: for the port's own device, the
+// port's async event and state (port_event()); for another (a VLAN device
+// on it), its flags, the port staying ACTIVE. False, and a failure, if not.
+bool path_wait(Pair &p, const PathDev &d, bool up)
+{
+	const char *to = up ? "come up" : "go down";
+	auto end = std::chrono::steady_clock::now() +
+		   std::chrono::seconds(60 * time_scale());
+	ibv_port_attr pa{};
+
+	printf("waiting for %s to %s\n", d.name, to);
+	fflush(stdout);
+	if (d.port)
+		return port_event(p, up ? IBV_EVENT_PORT_ACTIVE :
+					  IBV_EVENT_PORT_ERR,
+				  up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN, 60);
+	while (ndev_up(d.name) != up && std::chrono::steady_clock::now() < end)
+		usleep(100 * 1000);
+	bool done = ndev_up(d.name) == up;
+	bool active = ibv_query_port(p.ctx, 1, &pa) == 0 &&
+		      pa.state == IBV_PORT_ACTIVE;
+	CHECK(done, "%s did not %s within %ld s", d.name, to,
+	      60 * time_scale());
+	CHECK(active, "port 1 is %s after %s went %s, expected ACTIVE",
+	      ibv_port_state_str(pa.state), d.name, up ? "up" : "down");
+	return done && active;
+}
+
+// A path whose device is down sends nothing, not even to its own GIDs.
+// The QPs' GID is the IPv4 one of the device sroce-xfer was given
+// (ipv4_gid()), which tests/cases/port_down_loopback.sh sets down and up
+// when asked: the port's own (eth0: the port goes DOWN, and the packets
+// count in send_port_down) or a VLAN device on it (the port stays ACTIVE,
+// and they count in send_no_route: the source GID's device is down). A
+// WRITE lands while the device is up; once it is down, a WRITE between the
+// same QPs lands nothing, its packets are dropped and counted (its first
+// sending and each of its retry_cnt resends; neither in sent_pkts nor in
+// the other counter), and the transport timer fails it with RETRY_EXC_ERR.
+// Once the device is up again, a WRITE between new QPs lands.
 void t_port_down(Pair &p)
 {
 	const uint32_t len = 4096;
+	unsigned ifindex = gid_ndev(p, p.gid_index);
+	PathDev d;
+
+	d.port = ifindex == gid_ndev(p, 0);
+	if (!ifindex || !if_indextoname(ifindex, d.name)) {
+		CHECK(false, "GID %d has no network device", p.gid_index);
+		return;
+	}
+	const char *why = d.port ? "send_port_down" : "send_no_route";
+	const char *other = d.port ? "send_no_route" : "send_port_down";
 
 	fill(p.a, 0, len, 21);
 	expect_eq_status(write_to(p, remote(p.b, 0), p.b.mr->rkey, len, 70),
-			 IBV_WC_SUCCESS, "a WRITE while the port is ACTIVE");
-	CHECK(same(p.a, 0, p.b, 0, len), "the WRITE while the port is ACTIVE "
-	      "did not land");
+			 IBV_WC_SUCCESS, "a WRITE while the device is up");
+	CHECK(same(p.a, 0, p.b, 0, len), "the WRITE while %s is up did not "
+	      "land", d.name);
 
-	printf("waiting for port 1 to go DOWN\n");
-	fflush(stdout);
-	if (!port_event(p, IBV_EVENT_PORT_ERR, IBV_PORT_DOWN, 60))
+	if (!path_wait(p, d, false))
 		return;
 	Untouched u = arm_untouched(p);
 	CHECK(!same(p.a, 0, p.b, 0, len), "the source is like the target");
-	long long drops = port_counter(p, "send_port_down");
+	long long drops = port_counter(p, why);
+	long long others = port_counter(p, other);
 	long long sent = port_counter(p, "sent_pkts");
-	CHECK(drops >= 0 && sent >= 0, "no send_port_down or sent_pkts counter");
+	CHECK(drops >= 0 && others >= 0 && sent >= 0, "no %s, %s or sent_pkts "
+	      "counter", why, other);
 	CHECK(post_send(p.a, IBV_WR_RDMA_WRITE, 0, len, 71, remote(p.b, 0),
-			p.b.mr->rkey) == 0, "post a WRITE while the port is DOWN");
+			p.b.mr->rkey) == 0, "post a WRITE while %s is down",
+	      d.name);
 	expect_wc(p.a, 71, IBV_WC_RETRY_EXC_ERR);
-	expect_untouched(p, u, "a WRITE while the port is DOWN");
-	long long dropped = port_counter(p, "send_port_down") - drops;
-	CHECK(dropped >= 1 + p.retry_cnt, "send_port_down grew by %lld for a "
-	      "WRITE sent once and resent %d times", dropped, p.retry_cnt);
+	expect_untouched(p, u, "a WRITE while its GID's device is down");
+	long long dropped = port_counter(p, why) - drops;
+	CHECK(dropped >= 1 + p.retry_cnt, "%s grew by %lld for a WRITE sent "
+	      "once and resent %d times", why, dropped, p.retry_cnt);
+	CHECK(port_counter(p, other) == others, "%s grew by %lld while %s was "
+	      "down", other, port_counter(p, other) - others, d.name);
 	CHECK(port_counter(p, "sent_pkts") == sent, "sent_pkts grew by %lld "
-	      "while the port was DOWN", port_counter(p, "sent_pkts") - sent);
+	      "while %s was down", port_counter(p, "sent_pkts") - sent,
+	      d.name);
 
-	printf("waiting for port 1 to be ACTIVE\n");
-	fflush(stdout);
-	if (!port_event(p, IBV_EVENT_PORT_ACTIVE, IBV_PORT_ACTIVE, 60))
+	if (!path_wait(p, d, true))
 		return;
 	Pair q;
 	q.ctx = p.ctx;
@@ -196,7 +274,7 @@ void t_port_down(Pair &p)
 		expect_eq_status(write_to(q, remote(q.b, 0), q.b.mr->rkey, len,
 					  72),
 				 IBV_WC_SUCCESS,
-				 "a WRITE between new QPs, the port ACTIVE again");
+				 "a WRITE between new QPs, the device up again");
 		CHECK(same(q.a, 0, q.b, 0, len), "the WRITE between new QPs "
 		      "did not land");
 	}
@@ -220,25 +298,27 @@ void no_rnr_retry(Pair &p)
 	p.rnr_retry = 0;
 }
 
-// The QPs' GID: the first IPv4 one (::ffff:a.b.c.d), which eth0 keeps
-// while it is down (going down removes its IPv6 addresses, and their GIDs
-// with them).
+// The QPs' GID: the IPv4 one (::ffff:a.b.c.d) of the network device
+// sroce-xfer was given (its fifth argument), else of the port's own. A
+// device keeps its IPv4 addresses while it is down (going down removes its
+// IPv6 ones, and their GIDs with them).
 void ipv4_gid(Pair &p)
 {
-	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0,
-					0, 0, 0, 0, 0xff, 0xff };
-	ibv_port_attr pa{};
-	ibv_gid gid;
+	unsigned want = p.arg ? if_nametoindex(p.arg) : gid_ndev(p, 0);
+	std::vector<ibv_gid_entry> table(1024);
+	ssize_t n = ibv_query_gid_table(p.ctx, table.data(), table.size(), 0);
 
-	CHECK(ibv_query_port(p.ctx, 1, &pa) == 0, "ibv_query_port");
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		if (ibv_query_gid(p.ctx, 1, i, &gid) == 0 &&
-		    !memcmp(gid.raw, v4, sizeof(v4))) {
-			p.gid_index = i;
+	for (ssize_t i = 0; want && i < n; i++) {
+		const ibv_gid_entry &e = table[i];
+
+		if (e.port_num == 1 && e.ndev_ifindex == want &&
+		    IN6_IS_ADDR_V4MAPPED(e.gid.raw)) {
+			p.gid_index = int(e.gid_index);
 			return;
 		}
 	}
-	CHECK(false, "no IPv4 GID on port 1");
+	CHECK(false, "no IPv4 GID of %s on port 1",
+	      p.arg ? p.arg : "the port's network device");
 }
 
 const Test tests[] = {
