@@ -4,7 +4,8 @@
  * bookworm's 6.1 and its 6.12 (also the PREEMPT_RT flavour) - each
  * difference once, under the kernel change that made it, and told apart by
  * a feature test (a macro the change added, the type of an op it changed),
- * not by the version: it holds for kernels with the change backported.
+ * not by the version: it holds for kernels with the change backported
+ * (one exception, udmabuf's vmap below, changed no header at all).
  * The rest of the driver is written once, for one interface. (Two
  * differences live with their only user, beside the ops table in
  * sroce_verbs.c: the types of the create_cq and reg_user_mr_dmabuf ops.)
@@ -81,6 +82,25 @@ static inline void sroce_dma_buf_vunmap(struct dma_buf *dmabuf,
 	dma_buf_vunmap_unlocked(dmabuf, map);
 #else
 	dma_buf_vunmap(dmabuf, map);
+#endif
+}
+
+/*
+ * udmabuf's kernel mapping went through vmap_pfn() from 18d7de823b71
+ * ("udmabuf: fix vmap_udmabuf error page set", 6.13, in 6.12.y from 6.12.2)
+ * until its revert (6.12.48, 6.16.1): vmap_pfn() is for memory without
+ * struct pages and refuses a udmabuf's with a WARN (vmap_pfn_apply()), so
+ * every vmap of a udmabuf failed there, dma_buf_vmap() WARNing too. No
+ * header changed with it, so no feature test can tell: Kbuild defines
+ * SROCE_UDMABUF_VMAP_WARNS by the version, a bound that is wrong only
+ * towards refusing.
+ */
+static inline bool sroce_udmabuf_vmap_warns(void)
+{
+#ifdef SROCE_UDMABUF_VMAP_WARNS
+	return true;
+#else
+	return false;
 #endif
 }
 

@@ -99,7 +99,8 @@ static inline u32 sroce_key_index(u32 key)
  * @vaddr: a dma-buf's range: the kernel address of its first page
  * @dmabuf_offset: a dma-buf's range: its first byte's offset in the buffer
  * @offset: the range's offset within its first page
- * @npages: entries of @pages (a dma-buf: the pages its range spans)
+ * @npages: entries of @pages (a dma-buf: the pages of its kernel mapping,
+ *          which is of the whole buffer)
  * @pages: every page of the range, in order (NULL for ODP and dma-buf)
  * @faults: ODP: pages the data path faulted in (an access found its page
  *          missing, or not writable for a write)
@@ -109,7 +110,8 @@ static inline u32 sroce_key_index(u32 key)
  * @ahead_queued: ODP: fault-ahead jobs queued for the range
  * @ahead_run: ODP: those of them that ran (the others were cancelled)
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
- *        range's page lists (its children's as they come and go)
+ *        range's page lists (its children's as they come and go), the
+ *        page tables of a dma-buf's kernel mapping
  *
  * The ODP counts are of this pin: a re-registration with a new translation
  * starts them anew ("rdma resource show mr", sroce_fill_res_mr_entry()).

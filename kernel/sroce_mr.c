@@ -359,7 +359,9 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
  * for one that is not a dma-buf, a range of 0 bytes, past the buffer's end
  * or wrapping the iova space, or access a dma-buf MR cannot grant,
  * -EACCES for write access to a buffer opened read-only, -EOPNOTSUPP for
- * an exporter that gives the kernel no mapping, -ENOMEM.
+ * an exporter sroce does not map (any but udmabuf and the system heap,
+ * sroce_dmabuf.c) or that gives the kernel no mapping, and a udmabuf over
+ * huge pages, -ENOMEM.
  */
 struct ib_mr *sroce_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 				       u64 length, u64 iova, int fd,
@@ -766,9 +768,9 @@ static const char *sroce_mr_kind(const struct sroce_map *map)
  *
  * Driver attributes (shown with -dd): kind (pinned, odp, dmabuf, null,
  * dma, fast, or none for a fast-registration MR never registered); odp
- * (no, explicit or implicit); for a dma-buf MR its exporter ("udmabuf");
- * for user memory pages_mapped (pinned pages, the pages a dma-buf range
- * spans, or ODP pages present now);
+ * (no, explicit or implicit); for a dma-buf MR its exporter ("udmabuf",
+ * "system"); for user memory pages_mapped (pinned pages, a dma-buf's pages:
+ * its kernel mapping is of the whole buffer, or ODP pages present now);
  * for ODP page_faults, pages_invalidated, pages_prefetched, ahead_queued
  * and ahead_run (of the current translation: see struct sroce_pin); rereg
  * (successful re-registrations) and windows (bound now). An ODP MR's

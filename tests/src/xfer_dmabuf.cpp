@@ -6,17 +6,23 @@
 // of the buffer compared with what must be there. The owner closes the
 // dma-buf fd while the MR lives, deregisters under traffic, registers a
 // thousand times; every errno ibv_reg_dmabuf_mr(3) and ib_core promise.
+// The other exporter sroce maps, the dma-heaps system heap, carries RDMA
+// too; a buffer of an exporter it does not map (vgem's, through DRM
+// PRIME) and a udmabuf over a huge page are refused with EOPNOTSUPP.
 // Without /dev/udmabuf (a kernel without CONFIG_UDMABUF), or with a
 // udmabuf that gives the kernel no mapping (before 6.2), the tests that
-// need one say why and are not run (skip()).
+// need one say why and are not run (skip()); so do those of the system
+// heap, vgem or a huge page where the kernel has none.
 #include "xfer.h"
 
 #include <atomic>
 #include <fcntl.h>
+#include <linux/dma-heap.h>
 #include <linux/udmabuf.h>
 #include <memory>
 #include <rdma/ib_user_verbs.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <thread>
 
@@ -176,19 +182,26 @@ void pattern(uint8_t *m, size_t len, uint8_t seed)
 		m[i] = uint8_t(seed + i * 29 + (i >> 11));
 }
 
-// The whole buffer, as the memfd's mapping shows it, is @want.
-bool expect_buf(UDmaBuf &d, const std::vector<uint8_t> &want,
-		const char *what)
+// The whole buffer, as its owner's mapping @m shows it, is @want.
+bool expect_bytes(const uint8_t *m, const std::vector<uint8_t> &want,
+		  const char *what)
 {
 	size_t changed = 0, first = 0;
 
 	for (size_t i = 0; i < want.size(); i++)
-		if (d.map()[i] != want[i] && !changed++)
+		if (m[i] != want[i] && !changed++)
 			first = i;
 	CHECK(!changed, "%s: %zu bytes of the dma-buf differ from what must "
 	      "be there, the first at offset %zu (0x%02x, expected 0x%02x)",
-	      what, changed, first, d.map()[first], want[first]);
+	      what, changed, first, m[first], want[first]);
 	return !changed;
+}
+
+// The whole udmabuf, as the memfd's mapping shows it, is @want.
+bool expect_buf(UDmaBuf &d, const std::vector<uint8_t> &want,
+		const char *what)
+{
+	return expect_bytes(d.map(), want, what);
 }
 
 // Post on @s's QP one WR of @op with one SGE [@laddr, @laddr + @len) of
@@ -758,6 +771,281 @@ void t_dmabuf_errors(Pair &p)
 	      dmabuf_objects(), before);
 }
 
+// A buffer of the dma-heaps system heap (/dev/dma_heap/system), the other
+// exporter sroce maps: the dma-buf fd, and the owner's own mapping of it
+// (mmap() of the dma-buf).
+class HeapBuf {
+public:
+	explicit HeapBuf(size_t len) : len_(len)
+	{
+		int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
+		if (heap < 0) {
+			why_ = errno == ENOENT ?
+				       "no /dev/dma_heap/system: this kernel "
+				       "has no CONFIG_DMABUF_HEAPS_SYSTEM" :
+				       std::string("/dev/dma_heap/system: ") +
+					       strerror(errno);
+			return;
+		}
+		dma_heap_allocation_data a{};
+		a.len = len;
+		a.fd_flags = O_RDWR | O_CLOEXEC;
+		if (ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &a))
+			why_ = std::string("DMA_HEAP_IOCTL_ALLOC: ") +
+			       strerror(errno);
+		else
+			fd_ = int(a.fd);
+		close(heap);
+		if (fd_ < 0)
+			return;
+		void *m = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fd_, 0);
+		if (m == MAP_FAILED)
+			why_ = std::string("mmap of the dma-buf: ") +
+			       strerror(errno);
+		else
+			map_ = static_cast<uint8_t *>(m);
+	}
+	~HeapBuf()
+	{
+		close_fd();
+		if (map_)
+			munmap(map_, len_);
+	}
+	HeapBuf(const HeapBuf &) = delete;
+	HeapBuf &operator=(const HeapBuf &) = delete;
+
+	// Made, or why not (empty when it was).
+	const std::string &why() const { return why_; }
+	int fd() const { return fd_; }
+	uint8_t *map() { return map_; }
+	void close_fd()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+		fd_ = -1;
+	}
+
+private:
+	size_t len_;
+	int fd_ = -1;
+	uint8_t *map_ = nullptr;
+	std::string why_;
+};
+
+// A system heap buffer as an MR: WRITE, READ and an atomic through it, read
+// back through the owner's mapping with the whole buffer compared; "rdma
+// resource" names its exporter "system" and its 20 pages; the MR keeps the
+// buffer once the owner closed its fd, the dereg lets it go. Runs wherever
+// the system heap is (also on 6.1, whose system heap has a kernel
+// mapping).
+void t_dmabuf_heap(Pair &p)
+{
+	const size_t len = 20 * kPage;
+	long before = dmabuf_objects();
+	auto h = std::make_unique<HeapBuf>(len);
+
+	if (!h->map()) {
+		if (h->why().rfind("no /dev/dma_heap", 0) == 0)
+			skip(h->why());
+		else
+			CHECK(false, "no system heap buffer: %s",
+			      h->why().c_str());
+		return;
+	}
+	pattern(h->map(), len, 0x5d);
+	std::vector<uint8_t> want(h->map(), h->map() + len);
+	ibv_mr *mr = ibv_reg_dmabuf_mr(p.b.pd, 0, len, kIova, h->fd(), kAll);
+	CHECK(mr, "ibv_reg_dmabuf_mr of a system heap buffer: %s",
+	      strerror(errno));
+	if (!mr)
+		return;
+	std::string exporter = mr_attr(p, len, "exporter");
+	CHECK(exporter == "system", "exporter \"%s\", expected \"system\"",
+	      exporter.c_str());
+	CHECK(mr_num_attr(p, len, "pages_mapped") == len / kPage,
+	      "pages_mapped %lld, expected %ld",
+	      mr_num_attr(p, len, "pages_mapped"), long(len / kPage));
+	h->close_fd();
+	fill(p.a, 0, 50000, 0x2b);
+	expect_eq_status(write_to(p, kIova + 4093, mr->rkey, 50000, 1),
+			 IBV_WC_SUCCESS, "WRITE into the system heap buffer");
+	memcpy(&want[4093], &p.a.buf[0], 50000);
+	expect_bytes(h->map(), want, "after a WRITE");
+	memset(&p.a.buf[100000], 0, len);
+	expect_eq_status(post_one(p.a, IBV_WR_RDMA_READ,
+				  uintptr_t(&p.a.buf[100000]), uint32_t(len),
+				  p.a.mr->lkey, kIova, mr->rkey, 2),
+			 IBV_WC_SUCCESS, "READ of the whole buffer");
+	CHECK(!memcmp(&p.a.buf[100000], want.data(), len),
+	      "the buffer read back differs");
+	uint64_t old = u64_at(&want[len - 8]);
+	expect_eq_status(atomic_to(p, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				   kIova + len - 8, mr->rkey, 3, 0, 3),
+			 IBV_WC_SUCCESS, "fetch and add in the last 8 bytes");
+	CHECK(u64_at(&p.a.buf[0]) == old, "fetched 0x%llx, expected 0x%llx",
+	      (unsigned long long)u64_at(&p.a.buf[0]),
+	      (unsigned long long)old);
+	old += 3;
+	memcpy(&want[len - 8], &old, 8);
+	expect_bytes(h->map(), want, "after the atomic");
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg: %s", strerror(errno));
+	h.reset();
+	CHECK(before < 0 || dmabuf_objects() == before,
+	      "%ld dma-bufs after the dereg and the close, %ld before",
+	      dmabuf_objects(), before);
+}
+
+// The few declarations of DRM's uAPI (include/uapi/drm/drm.h and
+// drm_mode.h, stable since 3.x) that finding vgem and exporting one of its
+// buffers needs; the tests' machines have no libdrm headers.
+namespace drm {
+struct version {
+	int version_major, version_minor, version_patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+struct create_dumb {
+	uint32_t height, width, bpp, flags, handle, pitch;
+	uint64_t size;
+};
+struct prime_handle {
+	uint32_t handle, flags;
+	int32_t fd;
+};
+static_assert(sizeof(version) == 64 && sizeof(create_dumb) == 32 &&
+	      sizeof(prime_handle) == 12);
+const unsigned long kVersion = _IOWR('d', 0x00, version);
+const unsigned long kPrimeHandleToFd = _IOWR('d', 0x2d, prime_handle);
+const unsigned long kCreateDumb = _IOWR('d', 0xb2, create_dumb);
+} // namespace drm
+
+// vgem's DRM device (the case loads the module where there is one), or -1.
+int open_vgem()
+{
+	for (int i = 0; i < 16; i++) {
+		std::string path = "/dev/dri/card" + std::to_string(i);
+		int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		char name[16] = {};
+		drm::version v{};
+		v.name = name;
+		v.name_len = sizeof(name) - 1;
+		if (!ioctl(fd, drm::kVersion, &v) && !strcmp(name, "vgem"))
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+// A buffer of an exporter sroce does not map: vgem's, exported through DRM
+// PRIME (exporter "drm", drm_gem_prime_export()'s name for all it makes,
+// here over shmem pages that vgem does pin: sroce cannot tell). Refused
+// with EOPNOTSUPP before anything is mapped or charged, whatever the
+// access; a bad range on it is still EINVAL (checked first); no MR, no
+// kernel memory, no dma-buf left behind. Needs vgem (CONFIG_DRM_VGEM).
+void t_dmabuf_unlisted(Pair &p)
+{
+	long before = dmabuf_objects();
+	long long kmem = port_counter(p, "kmem_bytes");
+	size_t mrs = my_mrs(p);
+	int drm_fd = open_vgem();
+
+	if (drm_fd < 0) {
+		skip("no vgem DRM device (CONFIG_DRM_VGEM), the exporter sroce "
+		     "does not map that these tests can make");
+		return;
+	}
+	drm::create_dumb c{};
+	c.width = 128;
+	c.height = 128;
+	c.bpp = 32;
+	drm::prime_handle h{};
+	CHECK(!ioctl(drm_fd, drm::kCreateDumb, &c),
+	      "vgem CREATE_DUMB: %s", strerror(errno));
+	h.handle = c.handle;
+	h.flags = O_RDWR | O_CLOEXEC;
+	h.fd = -1;
+	CHECK(!ioctl(drm_fd, drm::kPrimeHandleToFd, &h),
+	      "vgem PRIME_HANDLE_TO_FD: %s", strerror(errno));
+	if (h.fd >= 0) {
+		const size_t len = c.size;
+		expect_refused(p.b.pd, 0, len, kIova, h.fd, kAll, EOPNOTSUPP,
+			       "a vgem buffer");
+		expect_refused(p.b.pd, kPage, kPage, kIova, h.fd,
+			       IBV_ACCESS_REMOTE_READ, EOPNOTSUPP,
+			       "a page of a vgem buffer, read-only");
+		expect_refused(p.b.pd, 0, len + 1, kIova, h.fd, kAll, EINVAL,
+			       "one byte past the end of a vgem buffer");
+		close(h.fd);
+	}
+	close(drm_fd);
+	CHECK(my_mrs(p) == mrs, "%zu MRs after the refusals, %zu before",
+	      my_mrs(p), mrs);
+	CHECK(port_counter(p, "kmem_bytes") == kmem,
+	      "kmem_bytes %lld after the refusals, %lld before",
+	      port_counter(p, "kmem_bytes"), kmem);
+	CHECK(before < 0 || dmabuf_objects() == before,
+	      "%ld dma-bufs after the refusals and the close, %ld before",
+	      dmabuf_objects(), before);
+}
+
+// A udmabuf over a huge page (a hugetlbfs memfd: one large folio) is
+// refused with EOPNOTSUPP, the whole page and one 4 KiB page of it: 6.12's
+// udmabuf maps every page of a folio as its first (from 6.12.48 on), so
+// sroce maps no udmabuf over huge pages anywhere. Needs /dev/udmabuf and a
+// free huge page (the case adds one to the pool).
+void t_dmabuf_hugetlb(Pair &p)
+{
+	size_t mrs = my_mrs(p);
+	int memfd = memfd_create("sroce-huge", MFD_HUGETLB | MFD_ALLOW_SEALING |
+						       MFD_CLOEXEC);
+	struct stat st{};
+
+	if (memfd < 0) {
+		skip(std::string("no hugetlbfs memfd: ") + strerror(errno));
+		return;
+	}
+	CHECK(!fstat(memfd, &st), "fstat of the memfd: %s", strerror(errno));
+	const size_t len = size_t(st.st_blksize);
+	if (ftruncate(memfd, off_t(len)) ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) ||
+	    fallocate(memfd, 0, 0, off_t(len))) {
+		skip(std::string("no free huge page for a memfd: ") +
+		     strerror(errno));
+		close(memfd);
+		return;
+	}
+	int dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	if (dev < 0) {
+		skip("no /dev/udmabuf: this kernel has no CONFIG_UDMABUF");
+		close(memfd);
+		return;
+	}
+	udmabuf_create c{};
+	c.memfd = uint32_t(memfd);
+	c.flags = UDMABUF_FLAGS_CLOEXEC;
+	c.size = len;
+	int fd = ioctl(dev, UDMABUF_CREATE, &c);
+	CHECK(fd >= 0, "UDMABUF_CREATE over a huge page: %s", strerror(errno));
+	if (fd >= 0) {
+		expect_refused(p.b.pd, 0, len, kIova, fd, kAll, EOPNOTSUPP,
+			       "a udmabuf over a huge page");
+		expect_refused(p.b.pd, 2 * kPage, kPage, kIova, fd, kAll,
+			       EOPNOTSUPP, "one 4 KiB page of a huge page");
+		close(fd);
+	}
+	close(dev);
+	close(memfd);
+	CHECK(my_mrs(p) == mrs, "%zu MRs after the refusals, %zu before",
+	      my_mrs(p), mrs);
+}
+
 // A raw REREG_MR command (ib_uverbs write()): libibverbs never sends one
 // for a dma-buf MR, a process can. Returns 0 or the errno.
 int raw_rereg(Pair &p, ibv_mr *mr, uint32_t flags, uint64_t start,
@@ -849,8 +1137,9 @@ void t_dmabuf_rereg(Pair &p)
 }
 
 // "rdma resource show mr": a dma-buf MR says so (kind dmabuf, its
-// exporter udmabuf, the pages its range spans), also once its fd is
-// closed; gone after the dereg.
+// exporter udmabuf, the pages of the whole buffer, which the kernel maps
+// whatever the range, and their page table entries' 8 bytes each as its
+// kmem), also once its fd is closed; gone after the dereg.
 void t_dmabuf_res(Pair &p)
 {
 	const size_t len = 64 * 1024, n = 3 * kPage;
@@ -867,11 +1156,13 @@ void t_dmabuf_res(Pair &p)
 	CHECK(kind == "dmabuf" && exporter == "udmabuf" && odp == "no",
 	      "kind \"%s\", exporter \"%s\", odp \"%s\"", kind.c_str(),
 	      exporter.c_str(), odp.c_str());
-	// 100 + 3 pages spans 4 pages.
+	// The range spans 4 pages; the kernel maps all 16 of the buffer.
 	long long pages = mr_num_attr(p, n, "pages_mapped");
-	CHECK(pages == 4, "pages_mapped %lld, expected 4", pages);
-	CHECK(mr_num_attr(p, n, "kmem") > 0, "kmem %lld",
-	      mr_num_attr(p, n, "kmem"));
+	CHECK(pages == len / kPage, "pages_mapped %lld, expected %ld", pages,
+	      long(len / kPage));
+	CHECK(mr_num_attr(p, n, "kmem") == 8 * (long long)(len / kPage),
+	      "kmem %lld, expected %ld", mr_num_attr(p, n, "kmem"),
+	      long(8 * (len / kPage)));
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg: %s", strerror(errno));
 	CHECK(mr_attr(p, n, "kind").empty(), "the MR is still listed");
 }
@@ -886,6 +1177,9 @@ const Test tests[] = {
 	{ "dmabuf_errors", t_dmabuf_errors, nullptr, false },
 	{ "dmabuf_rereg", t_dmabuf_rereg, nullptr, false },
 	{ "dmabuf_res", t_dmabuf_res, nullptr, false },
+	{ "dmabuf_heap", t_dmabuf_heap, nullptr, false },
+	{ "dmabuf_unlisted", t_dmabuf_unlisted, nullptr, false },
+	{ "dmabuf_hugetlb", t_dmabuf_hugetlb, nullptr, false },
 };
 
 } // namespace
