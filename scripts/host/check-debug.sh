@@ -35,7 +35,7 @@ export SROCE_TIME_SCALE=${SROCE_TIME_SCALE:-4}
 export SROCE_APPEND="${SROCE_APPEND:-} no5lvl sroce_provider=$cov/libsroce"
 log=$repo/build/check-debug.log
 mkdir -p "$repo/build"
-scripts/host/check.sh tests/cases/*.sh tests/debug/failnth.sh \
+scripts/host/check.sh tests/cases/*.sh tests/debug/failnth.sh tests/debug/failnth_2.sh \
 	tests/debug/kmemleak.sh tests/debug/coverage.sh | tee "$log"
 rc=${PIPESTATUS[0]}
 # The coverage of the one-VM suite (tests/debug/coverage.sh copied the
