@@ -28,6 +28,17 @@
 # shellcheck source=SCRIPTDIR/lib.sh
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
+# What this script makes goes with it, however it ends, so that the next
+# script in this VM finds eth0 alone: the capture, the namespace holding
+# the peer's address (and its GID), the VLAN devices.
+cleanup() {
+	[ -n "${tshark_pid:-}" ] && kill "$tshark_pid" 2>/dev/null
+	ip netns del vlan_c 2>/dev/null
+	for d in eth0.100 eth0.200 eth0.300 eth0.400; do
+		ip link del "$d" 2>/dev/null
+	done
+}
+trap cleanup EXIT
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 n=${MY4##*.} p=${PEER4##*.}
 myv4=10.60.0.$n peerv4=10.60.0.$p myv6=fd00:60::$n peerv6=fd00:60::$p
@@ -95,6 +106,7 @@ if [ "$ROLE" = a ]; then
 	kill -INT $tshark_pid
 	wait_for 20 eval '! kill -0 $tshark_pid 2>/dev/null' ||
 		kill -KILL $tshark_pid
+	tshark_pid=
 	cp /tmp/vlan.pcap /tmp/out/ 2>/dev/null
 	# rdma_rxe sends priority 0 whatever the SL: PCP 0
 	peer_pcp=$sl
@@ -215,44 +227,71 @@ ip link del eth0.400
 # the VLAN's IPv6 GID to an address of eth0 (fd00:3::N) it is not, as the
 # wire would not carry it across VLANs: the route to a local address
 # leaves through the loopback device, which sroce refuses
-# (send_no_route), and the client's retries run out. VM b goes on to the
-# next step, which waits for VM a.
+# (send_no_route), and the client's retries run out. Both VMs count the
+# two ports of these steps, so that the steps after them have the same
+# ports on both: VM b's next client would meet VM a's loopback server
+# otherwise. VM b goes on to the next step, whose client waits for VM a.
+lo_port1=$((port + 1)) lo_port2=$((port + 2))
+port=$((port + 2))
 if [ "$ROLE" = a ] && [ "$KIND" = sroce ]; then
-	# local_rc PORT SERVER_GID CLIENT_GID ADDR: an RC pingpong within
-	# this VM, the client to ADDR; the client's status
+	# local_rc PORT SERVER_GID CLIENT_GID: an RC pingpong between two
+	# QPs of this VM; the client's status. The two exchange their QPs
+	# over TCP on 127.0.0.1: the pingpong's server listens on IPv4
+	# alone (it binds the first of getaddrinfo's passive addresses,
+	# 0.0.0.0 before ::), and the path is between the two GIDs, whatever
+	# address the exchange took. Output in /tmp/out/local-*-PORT.log.
 	local_rc() {
-		local srv rc
-		timeout "$(tmo 60)" ibv_rc_pingpong -d "$dev" -g "$2" -p "$1" \
-			-n 10 -c > /tmp/out/local-server.log 2>&1 &
+		local srv rc log=/tmp/out/local
+		timeout -k 5 "$(tmo 40)" stdbuf -oL ibv_rc_pingpong -d "$dev" \
+			-g "$2" -p "$1" -n 10 -c > "$log-server-$1.log" 2>&1 &
 		srv=$!
-		wait_for 20 tcp_listening "$1"
-		timeout "$(tmo 60)" ibv_rc_pingpong -d "$dev" -g "$3" -p "$1" \
-			-n 10 -c "$4" > /tmp/out/local-client.log 2>&1
-		rc=$?
+		if wait_for 10 tcp_listening "$1"; then
+			timeout -k 5 "$(tmo 30)" ibv_rc_pingpong -d "$dev" -g "$3" \
+				-p "$1" -n 10 -c 127.0.0.1 > "$log-client-$1.log" 2>&1
+			rc=$?
+		else
+			echo "no server listening on port $1" > "$log-client-$1.log"
+			rc=1
+		fi
 		kill "$srv" 2>/dev/null
 		wait "$srv" 2>/dev/null
 		return $rc
 	}
-	port=$((port + 1))
-	check "loopback on the VLAN's GID: RC within VM a" \
-		local_rc "$port" "$vgidx" "$vgidx" "$myv4"
+	# local_logs PORT: what local_rc's programs said, for a failure
+	local_logs() {
+		local f
+		for f in /tmp/out/local-{server,client}-"$1".log; do
+			echo "    ${f##*/}:"
+			sed 's/^/      /' "$f"
+		done
+	}
+	local_rc "$lo_port1" "$vgidx" "$vgidx"
+	rc=$?
+	check "loopback on the VLAN's GID: RC within VM a" [ $rc = 0 ]
+	[ $rc = 0 ] || local_logs "$lo_port1"
 	# (fd00:3::N is eth0's own address: sroce_ip6 of vm-pair.sh)
-	bgidx6=$(roce_v2_gid_index "$dev" "fd00:3::$n") ||
-		echo "FAIL $dev has no RoCEv2 GID for fd00:3::$n"
-	no_route0=$(counter send_no_route)
-	port=$((port + 1))
-	check "no loopback from the VLAN's GID to eth0's: retries run out" \
-		eval "! local_rc $port $bgidx6 $vgidx6 fd00:3::$n &&
-			grep -q 'retry counter exceeded' /tmp/out/local-client.log"
-	no_route=$(( $(counter send_no_route) - no_route0 ))
-	check "send_no_route grew by $no_route, expected more than 0" \
-		[ "$no_route" -gt 0 ]
+	if bgidx6=$(roce_v2_gid_index "$dev" "fd00:3::$n"); then
+		no_route0=$(counter send_no_route)
+		local_rc "$lo_port2" "$bgidx6" "$vgidx6"
+		grep -q 'retry counter exceeded' "/tmp/out/local-client-$lo_port2.log"
+		rc=$?
+		check "no loopback from the VLAN's GID to eth0's: retries run out" \
+			[ $rc = 0 ]
+		[ $rc = 0 ] || local_logs "$lo_port2"
+		no_route=$(( $(counter send_no_route) - no_route0 ))
+		check "send_no_route grew by $no_route, expected more than 0" \
+			[ "$no_route" -gt 0 ]
+	else
+		check "$dev has a RoCEv2 GID for fd00:3::$n" false
+	fi
 fi
 
 # A macvlan of eth0 on VM a, in a namespace of its own (a container),
 # with VM b's address: ib_core makes a GID of it, which sroce never sends
 # from. It must not make VM a's paths to VM b local (they would be looped
-# back to VM a's own QP numbers): RC between the VMs still passes.
+# back to VM a's own QP numbers): RC between the VMs still passes. VM b's
+# first client waits out VM a's steps of its own above (each bounded):
+# more tries than a step's 60.
 if [ "$ROLE" = a ]; then
 	ip netns add vlan_c &&
 		ip link add link eth0 name mv0 type macvlan mode bridge &&
@@ -266,10 +305,16 @@ for s in a b; do
 	c=$([ $s = a ] && echo b || echo a)
 	port=$((port + 1))
 	args="-d $dev -g $gidx -p $port -n 100 -s 4096 -c"
-	step "eth0 RC beside a macvlan with the peer's address, server $s client $c" $s \
+	STEP_TRIES=$(tmo 180) \
+		step "eth0 RC beside a macvlan with the peer's address, server $s client $c" $s \
 		"ibv_rc_pingpong $args" "ibv_rc_pingpong $args $PEER4"
 done
-[ "$ROLE" = a ] && ip netns del vlan_c
+# The namespace goes, and mv0 in it; the GID of the peer's address with it
+if [ "$ROLE" = a ]; then
+	ip netns del vlan_c
+	wait_for 30 eval "! grep -qx mv0 /sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/* 2>/dev/null" ||
+		echo "FAIL $dev still has a GID on mv0 after its namespace went"
+fi
 
 # The wrong VLAN, untagged, the wrong GID: VM b's vlan_dest.py sends each
 # kind 5 times at a victim QP of VM a on its VLAN GID. rp_filter off on
