@@ -49,13 +49,14 @@ print(ipaddress.ip_address(sys.argv[1]).exploded)' "$2") || return 1 ;;
 # the 9p root under TCG, took minutes to reach index 8.
 gid_index_of() {
 	local f n
-	while IFS= read -r f; do
+	# No process substitution: the guest's root has no /dev/fd.
+	for f in $(grep -lxF -- "$2" "$1"/gids/* 2>/dev/null); do
 		n=${f##*/}
 		[ "$(cat "$1/gid_attrs/types/$n" 2>/dev/null)" = "RoCE v2" ] &&
 			{ [ -z "${3:-}" ] ||
 			  [ "$(cat "$1/gid_attrs/ndevs/$n" 2>/dev/null)" = "$3" ]; } &&
 			{ echo "$n"; return 0; }
-	done < <(grep -lxF -- "$2" "$1"/gids/* 2>/dev/null)
+	done
 	return 1
 }
 
