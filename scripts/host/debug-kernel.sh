@@ -172,9 +172,18 @@ CONFIG_DMABUF_HEAPS_SYSTEM=y
 EOF
 }
 
+# The source and the build's tools: install-deps.sh installs the source
+# (for checkpatch) but not the tools, so each is looked for.
 src_tar() { ls /usr/src/linux-source-6.1.tar.xz 2>/dev/null; }
-[ -n "$(src_tar)" ] || {
-	echo "debug-kernel: installing $srcpkg" >&2
+have_tools() {
+	local t
+	for t in bc flex bison rsync; do
+		command -v "$t" >/dev/null || return 1
+	done
+	[ -f /usr/include/libelf.h ] && [ -f /usr/include/openssl/ssl.h ]
+}
+{ [ -n "$(src_tar)" ] && have_tools; } || {
+	echo "debug-kernel: installing $srcpkg and the build's tools" >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 		--no-install-recommends "$srcpkg" bc flex bison libelf-dev \
 		libssl-dev rsync >&2
