@@ -4,9 +4,20 @@ set -uo pipefail
 rounds=$1
 # shellcheck source=SCRIPTDIR/../../tests/lib.sh
 . tests/lib.sh
+# Jumbo frames: with eth0 at 9000, both devices' active MTU is 4096, and
+# every perftest run asks for it (-m 4096; the table checks what they got).
 ip link set eth0 mtu 9000
 res=/tmp/out/results
+# The perftest MTU of each run ("KIND NAME MTU"), and the machine's state
+# at the start and end ("WHAT VALUE..."), for the table.
+mtus=/tmp/out/mtus
+state=/tmp/out/state
 : > "$res"
+: > "$mtus"
+{
+	echo "cpus $(nproc)"
+	echo "load_start $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$state"
 
 use_rxe() {
 	sroce_loaded && { remove_all_links; rmmod sroce; }
@@ -22,7 +33,34 @@ use_sroce() {
 	dev=sroce0
 }
 listening() { ss -ltn | grep -q ":$1 "; }
-# run NAME PROGRAM ARGS...: one perftest pair; prints its figure
+# lat_figures: from a perftest *_lat report on stdin, "TYPICAL P99 P99.9"
+# (usec; NA for what is missing). The columns are found by their headers
+# (perftest 4.5-0.17, src/perftest_parameters.h, RESULT_FMT_LAT:
+# "#bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec]
+# t_stdev[usec] 99% percentile[usec] 99.9% percentile[usec]"), two of
+# whose names have a space: "% percentile" is made one word first.
+lat_figures() {
+	awk '
+	function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ ? x : "NA" }
+	/t_typical/ {
+		gsub(/% percentile/, "%_percentile")
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^t_typical/) ct = i
+			else if ($i ~ /^99%_percentile/) c99 = i
+			else if ($i ~ /^99\.9%_percentile/) c999 = i
+		}
+		next
+	}
+	ct && /^[ \t]*[0-9]+[ \t]+[0-9]+[ \t]+[0-9.]+/ {
+		t = num($ct)
+		p = c99 ? num($c99) : "NA"
+		q = c999 ? num($c999) : "NA"
+	}
+	END { print (t == "" ? "NA" : t), (p == "" ? "NA" : p), (q == "" ? "NA" : q) }'
+}
+# run NAME PROGRAM ARGS...: one perftest pair; records its figures: a
+# bandwidth (MB/s) as NAME; a latency as NAME (typical), NAME_p99 and
+# NAME_p999 (usec)
 run() {
 	local name=$1 prog=$2
 	shift 2
@@ -36,14 +74,56 @@ run() {
 	out=$(timeout 120 taskset -c 1 "$prog" -d "$dev" -x 1 -m 4096 "$@" \
 		localhost 2>&1)
 	wait $pid
-	local v
+	local v t p99 p999
+	v=$(echo "$out" | sed -n 's/^ *Mtu *: *\([0-9][0-9]*\)\[B\].*/\1/p' | head -1)
+	echo "$kind $name ${v:-NA}" >> "$mtus"
 	case $prog in
-	*_bw) v=$(echo "$out" | awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ {print $4}' | tail -1) ;;
-	*_lat) v=$(echo "$out" | awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+/ {print $5}' | tail -1) ;;
+	*_bw)
+		v=$(echo "$out" | awk '/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ {print $4}' | tail -1)
+		echo "$kind $name ${v:-NA}" >> "$res"
+		;;
+	*_lat)
+		read -r t p99 p999 < <(echo "$out" | lat_figures)
+		{
+			echo "$kind $name ${t:-NA}"
+			echo "$kind ${name}_p99 ${p99:-NA}"
+			echo "$kind ${name}_p999 ${p999:-NA}"
+		} >> "$res"
+		;;
 	esac
-	echo "$kind $name ${v:-NA}" >> "$res"
+}
+# limits: what bounds a software device's bandwidth on this machine, with
+# no RDMA device (kind "host", MB/s as perftest counts them, 2^20 bytes a
+# second): one thread's memcpy (sroce-memcpy), and one TCP stream over
+# loopback (iperf3, server and client pinned as perftest's are).
+limits() {
+	local v pid
+	v=$(timeout 120 taskset -c 1 tests/bin/sroce-memcpy 2>/dev/null |
+		awk '$1 == "memcpy_1M" {print $2}')
+	echo "host memcpy_1M ${v:-NA}" >> "$res"
+	v=''
+	if command -v iperf3 > /dev/null; then
+		# One-off (-1), in the background rather than -D: its pid is
+		# known, to be stopped if the client never came.
+		taskset -c 0 iperf3 -s -1 -p 5201 > /tmp/iperf3-srv.log 2>&1 &
+		pid=$!
+		if wait_for 20 listening 5201; then
+			v=$(timeout 60 taskset -c 1 iperf3 -c 127.0.0.1 -p 5201 \
+				-t 5 -J 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+try:
+    bps = json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]
+    print(f"{bps / 8 / 2**20:.2f}")
+except Exception:
+    print("NA")')
+		fi
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	fi
+	echo "host tcp_loopback ${v:-NA}" >> "$res"
 }
 for _ in $(seq "$rounds"); do
+	limits
 	for kind in rxe sroce; do
 		use_$kind
 		for sz in 4096 65536 1048576; do
@@ -54,6 +134,9 @@ for _ in $(seq "$rounds"); do
 		done
 		run write_lat_8 ib_write_lat -s 8 -n 20000
 		run send_lat_8 ib_send_lat -s 8 -n 20000
+		# A READ's latency is its whole round trip (perftest halves
+		# WRITE's and SEND's ping-pong).
+		run read_lat_8 ib_read_lat -s 8 -n 20000
 		# UC: the same WRITEs with no acknowledgment at all.
 		run write_lat_uc_8 ib_write_lat -s 8 -n 20000 -c UC
 		# Memory registration (ops/s).
@@ -70,64 +153,116 @@ for _ in $(seq "$rounds"); do
 done
 remove_all_links
 sroce_loaded && rmmod sroce
+echo "load_end $(cut -d' ' -f1-3 /proc/loadavg)" >> "$state"
 
-# Medians and ratios (bandwidth in MB/s, latency typical in usec).
-/usr/bin/python3 - "$res" > /tmp/out/table <<'PY'
+# Medians and ratios (bandwidth in MB/s, latency in usec), then the limits,
+# the goals, and the machine's state.
+/usr/bin/python3 - "$res" "$mtus" "$state" > /tmp/out/table <<'PY'
 import sys, statistics
+nan = float('nan')
 d = {}
-for line in open(sys.argv[1]):
-    kind, name, v = line.split()
-    if v != 'NA':
-        d.setdefault((name, kind), []).append(float(v))
-names = []
-for line in open(sys.argv[1]):
-    n = line.split()[1]
-    if n not in names:
-        names.append(n)
-print(f"{'test':18} {'rxe':>10} {'sroce':>10} {'sroce/rxe':>10}")
-for n in names:
-    r = statistics.median(d.get((n, 'rxe'), [0])) if d.get((n, 'rxe')) else 0
-    s = statistics.median(d.get((n, 'sroce'), [0])) if d.get((n, 'sroce')) else 0
-    ratio = s / r if r else float('nan')
-    unit = ('usec' if 'lat' in n else 'ms' if 'munmap' in n else
-            'ops/s' if 'reg' in n else 'MB/s')
-    print(f"{n:18} {r:10.2f} {s:10.2f} {ratio:10.2f}  ({unit}, median of {len(d.get((n,'sroce'),[]))})")
-# rereg against dereg + reg of the same MR, sroce only (rxe has no rereg).
+names = []      # the devices' rows, in the order run
+def records(path):      # "KIND NAME VALUE" lines; anything else is skipped
+    for line in open(path):
+        f = line.split()
+        if len(f) == 3:
+            yield f
+for kind, name, v in records(sys.argv[1]):
+    if kind != 'host' and name not in names:
+        names.append(name)
+    try:
+        x = float(v)
+    except ValueError:  # NA: a measurement that failed
+        continue
+    d.setdefault((name, kind), []).append(x)
+def med_of(n, kind):
+    v = d.get((n, kind))
+    return statistics.median(v) if v else nan
 def med(n):
-    v = d.get((n, 'sroce'))
-    return statistics.median(v) if v else float('nan')
+    return med_of(n, 'sroce')
+def rxe_med(n):
+    return med_of(n, 'rxe')
+def div(a, b):
+    return a / b if b else nan
+def num(x, width=10, prec=2):
+    # A figure, or NA where a measurement failed (no median, no ratio).
+    return f"{x:{width}.{prec}f}" if x == x else f"{'NA':>{width}}"
+def times(x, prec=2):
+    return f"{x:.{prec}f}x" if x == x else 'NA'
+def unit(n):
+    return ('usec' if 'lat' in n else 'ms' if 'munmap' in n else
+            'ops/s' if 'reg' in n else 'MB/s')
+w = max([18] + [len(n) for n in names])
+print(f"{'test':{w}} {'rxe':>10} {'sroce':>10} {'sroce/rxe':>10}")
+for n in names:
+    r, s = rxe_med(n), med(n)
+    print(f"{n:{w}} {num(r)} {num(s)} {num(div(s, r))}  "
+          f"({unit(n)}, median of {len(d.get((n, 'sroce'), []))})")
+# rereg against dereg + reg of the same MR, sroce only (rxe has no rereg).
 print()
 for a, b in (('rereg_access_1G', 'reg_dereg_1073741824'),
              ('rereg_pd_1G', 'reg_dereg_1073741824'),
              ('rereg_trans_256M', 'dereg_reg_256M')):
-    print(f"sroce {a} / {b}: {med(a) / med(b):.1f}x")
+    print(f"sroce {a} / {b}: {times(div(med(a), med(b)), 1)}")
+# Limits (issue 37): one thread's memcpy and one TCP stream over loopback,
+# in the same VM. A software device copies each byte twice (into a packet
+# at the sender, out of it at the receiver), so the copy limit of its
+# bandwidth is half of memcpy's.
+copy, tcp = med_of('memcpy_1M', 'host'), med_of('tcp_loopback', 'host')
+print()
+print(f"limits: memcpy_1M {num(copy, 0)} MB/s, so a copy limit (memcpy/2) "
+      f"of {num(copy / 2, 0)}; tcp_loopback {num(tcp, 0)} MB/s (iperf3, one "
+      f"stream); medians of {len(d.get(('memcpy_1M', 'host'), []))} and "
+      f"{len(d.get(('tcp_loopback', 'host'), []))}")
+print(f"{'1 MiB bandwidth':{w}} {'rxe/copy':>10} {'sroce/copy':>10} "
+      f"{'rxe/tcp':>10} {'sroce/tcp':>10}")
+for n in ('write_bw_1048576', 'read_bw_1048576', 'send_bw_1048576'):
+    r, s = rxe_med(n), med(n)
+    print(f"{n:{w}} {num(div(r, copy / 2))} {num(div(s, copy / 2))} "
+          f"{num(div(r, tcp))} {num(div(s, tcp))}")
 # Goals (issue 15): latency against rxe, on-demand paging against pinned
 # memory (sroce only). Why those not met are not: testing.md, Speed.
-def rxe_med(n):
-    v = d.get((n, 'rxe'))
-    return statistics.median(v) if v else float('nan')
 def goal(text, ratio, ok):
     why = '' if ok else '; not met, see Documentation/testing.md, Speed'
-    print(f"{text}: {ratio:.2f}x{why}")
+    print(f"{text}: {times(ratio)}{why if ratio == ratio else ''}")
 print()
 for n in ('write_lat_8', 'send_lat_8'):
-    r = med(n) / rxe_med(n)
+    r = div(med(n), rxe_med(n))
     goal(f"sroce {n} / rxe (goal <= 0.5)", r, r <= 0.5)
 # What the acknowledgment costs at most: UC WRITEs have none.
 print(f"sroce write_lat_uc_8 (no ACK) / rxe write_lat_8: "
-      f"{med('write_lat_uc_8') / rxe_med('write_lat_8'):.2f}x")
+      f"{times(div(med('write_lat_uc_8'), rxe_med('write_lat_8')))}")
 for n in names:
     if n.startswith('reg_dereg_'):
-        r = med(n) / rxe_med(n)
+        r = div(med(n), rxe_med(n))
         goal(f"sroce {n} / rxe (goal >= 1.0)", r, r >= 1.0)
 for a, b, g in (('odp_write_first', 'odp_write_pinned', 0.5),
                 ('odp_write_warm', 'odp_write_pinned', 0.9),
                 ('odp_write_implicit', 'odp_write_pinned', 0.5),
                 ('odp_prefetch_64M', 'odp_pin_64M', 0.8)):
-    r = med(a) / med(b)
+    r = div(med(a), med(b))
     goal(f"sroce {a} / {b} (goal >= {g})", r, r >= g)
 for a in ('odp_munmap_1G', 'odp_munmap_1G_implicit'):
-    print(f"sroce {a}: {med(a):.0f} ms, munmap_1G without an MR "
-          f"{med('munmap_1G'):.0f} ms")
+    print(f"sroce {a}: {num(med(a), 0, 0)} ms, munmap_1G without an MR "
+          f"{num(med('munmap_1G'), 0, 0)} ms")
+# Whether every perftest run had the jumbo MTU it asked for (-m 4096).
+print()
+mtu = {}
+for kind, name, v in records(sys.argv[2]):
+    mtu.setdefault(v, []).append(f"{kind} {name}")
+if list(mtu) == ['4096']:
+    print(f"perftest MTU: 4096 in all {len(mtu['4096'])} runs")
+else:
+    for v, runs in sorted(mtu.items()):
+        print(f"perftest MTU {v}: runs: {len(runs)}, e.g. {runs[0]}")
+# The machine's state: a load above what the bench itself makes (its
+# busy-polling pairs) means the figures are noisy.
+st = {}
+for line in open(sys.argv[3]):
+    k, *v = line.split()
+    st[k] = ' '.join(v)
+print(f"guest: {st.get('cpus', '?')} CPUs, load average (1, 5, 15 min) "
+      f"{st.get('load_start', '?')} at the start, "
+      f"{st.get('load_end', '?')} at the end")
 PY
 cat /tmp/out/table

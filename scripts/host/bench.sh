@@ -8,6 +8,16 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 make -s all >/dev/null
 rounds=${1:-5}
+# This machine's state beside the table, as the guest's is in it: qemu's
+# two busy vCPUs are a load of about 2 themselves; more than that, and
+# something else was running.
+host_state() {
+	echo "$(nproc) CPUs, load average (1, 5, 15 min)" \
+		"$(cut -d' ' -f1-3 /proc/loadavg)"
+}
+before=$(host_state)
 scripts/host/vm.sh --out build/bench --timeout 3000 -- \
 	scripts/guest/guest-bench.sh "$rounds"
+echo "host (runs the VM): $before before, $(host_state | sed 's/.*min) //') after" \
+	>> build/bench/table
 cat build/bench/table

@@ -21,7 +21,7 @@ pkgs=(
 	build-essential g++ make cpio kmod xz-utils
 	qemu-system-x86 busybox-static
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev
-	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli
+	rdmacm-utils perftest python3-pyverbs iproute2 nvme-cli iperf3
 	tshark python3-scapy
 	dpkg-dev debhelper dh-dkms dkms fakeroot lintian man-db
 	sparse shellcheck linux-source-6.1
