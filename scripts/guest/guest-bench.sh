@@ -4,6 +4,8 @@ set -uo pipefail
 rounds=$1
 # shellcheck source=SCRIPTDIR/../../tests/lib.sh
 . tests/lib.sh
+# shellcheck source=SCRIPTDIR/bench-clients.sh
+. scripts/guest/bench-clients.sh
 # Jumbo frames: with eth0 at 9000, both devices' active MTU is 4096, and
 # every perftest run asks for it (-m 4096; the table checks what they got).
 ip link set eth0 mtu 9000
@@ -12,8 +14,22 @@ res=/tmp/out/results
 # at the start and end ("WHAT VALUE..."), for the table.
 mtus=/tmp/out/mtus
 state=/tmp/out/state
+# The kernel clients' jobs ("KIND CLIENT JOB ok FIO_JSON", or "KIND CLIENT
+# JOB failed WHY..."), what the machine did meanwhile ("KIND CLIENT JOB
+# cpu BUSY%/BUSY%... CTXSW_PER_S", "KIND CLIENT - counters NAME DELTA...",
+# "KIND CLIENT - rpcs NAME OPS QUEUE_MS RTT_MS EXECUTE_MS..."),
+# their setup's and teardown's output, and fio's own reports.
+clients=/tmp/out/clients
+diag=/tmp/out/clients-diag
+clog=/tmp/out/clients.log
+fiodir=/tmp/out/fio
 : > "$res"
 : > "$mtus"
+: > "$clients"
+: > "$diag"
+: > "$clog"
+rm -rf "$fiodir"
+mkdir -p "$fiodir"
 {
 	echo "cpus $(nproc)"
 	echo "load_start $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -122,7 +138,109 @@ except Exception:
 	fi
 	echo "host tcp_loopback ${v:-NA}" >> "$res"
 }
-for _ in $(seq "$rounds"); do
+# Kernel clients (issue 35): NFS, NVMe-oF, SRP and iSER over $dev
+# (scripts/guest/bench-clients.sh), each measured by fio with direct I/O
+# on ulp_size_mb of its file or disk, iodepth 4, 2 s a job: a short run,
+# for the time TCG gives it (the rounds' medians smooth it).
+ulp_jobs=(randread_4k:randread:4k randwrite_4k:randwrite:4k
+	seqread_1m:read:1M seqwrite_1m:write:1M)
+# A client whose teardown failed may still hold the device: the clients
+# after it are not run (their rows say why).
+ulp_stuck=''
+hz=$(getconf CLK_TCK)
+
+# cpu_snap: each CPU's busy and total time in ticks, then the context
+# switches so far: "BUSY0 TOTAL0 BUSY1 TOTAL1 ... CTXT"
+cpu_snap() {
+	awk '/^cpu[0-9]/ {
+		t = 0
+		for (i = 2; i <= 9; i++)
+			t += $i
+		printf "%d %d ", t - $5 - $6, t
+	}
+	/^ctxt / { print $2 }' /proc/stat
+}
+# cpu_use BEFORE AFTER: "BUSY%/BUSY%... CTXSW_PER_S" in between
+cpu_use() {
+	awk -v a="$1" -v b="$2" -v hz="$hz" 'BEGIN {
+		n = split(a, x, " ")
+		split(b, y, " ")
+		for (i = 1; i < n; i += 2) {
+			t = y[i + 1] - x[i + 1]
+			u = t > 0 ? int(100 * (y[i] - x[i]) / t + 0.5) : 0
+			s = s (i == 1 ? "" : "/") u
+		}
+		secs = (y[2] - x[2]) / hz
+		printf "%s %d\n", s, (secs > 0 ? (y[n] - x[n]) / secs : 0)
+	}'
+}
+# stat_snap FILE: the device's port counters now, "NAME VALUE" a line
+stat_snap() {
+	rdma statistic show link "$dev/1" 2>/dev/null | tr -s ' \n' '\n' |
+		awk 'NR > 2 { if (n == "") n = $0; else { print n, $0; n = "" } }' \
+		> "$1"
+}
+# stat_trouble BEFORE AFTER: the counters of errors, drops, NAKs, timeouts
+# and resends that grew in between, "NAME DELTA ..."
+stat_trouble() {
+	awk 'NR == FNR { b[$1] = $2; next }
+	$1 ~ /err|drop|nak|rnr|timeout|retr|seq|dup/ && $2 > b[$1] {
+		printf "%s %d ", $1, $2 - b[$1]
+	}' "$1" "$2"
+}
+# fio_job CLIENT JOB RW BS: one fio run on ulp_target
+fio_job() {
+	local json=$fiodir/$kind-$round-$1-$2.json before
+
+	before=$(cpu_snap)
+	if timeout 60 fio --name="$1-$2" --filename="$ulp_target" \
+		--rw="$3" --bs="$4" --size="${ulp_size_mb}M" --direct=1 \
+		--ioengine=libaio --iodepth=4 --runtime=2 --time_based \
+		--output-format=json --output="$json" > /tmp/fio.err 2>&1; then
+		echo "$kind $1 $2 ok $json" >> "$clients"
+	else
+		echo "$kind $1 $2 failed fio: $(tail -1 /tmp/fio.err)" >> "$clients"
+	fi
+	echo "$kind $1 $2 cpu $(cpu_use "$before" "$(cpu_snap)")" >> "$diag"
+}
+# client_run NAME: set the client NAME up over $dev, run the jobs through
+# it, take it down; a job that could not run is a row that says why
+client_run() {
+	local c=$1 j name rw bs why=''
+
+	echo "== $kind, round $round: $c" >> "$clog"
+	if [ -n "$ulp_stuck" ]; then
+		why="not run: a teardown before failed ($ulp_stuck)"
+	elif "${c}_up" "$dev" >> "$clog" 2>&1; then
+		stat_snap /tmp/stat0
+		for j in "${ulp_jobs[@]}"; do
+			IFS=: read -r name rw bs <<< "$j"
+			fio_job "$c" "$name" "$rw" "$bs"
+		done
+		stat_snap /tmp/stat1
+		echo "$kind $c - counters $(stat_trouble /tmp/stat0 /tmp/stat1)" \
+			>> "$diag"
+		# The client's own account of its requests, if it has one.
+		if declare -F "${c}_rpcs" > /dev/null; then
+			echo "$kind $c - rpcs $("${c}_rpcs" 2>> "$clog")" >> "$diag"
+		fi
+	else
+		why="setup: $ulp_why"
+		{ echo "setup failed: $ulp_why"; dmesg | tail -20; } >> "$clog"
+	fi
+	if [ -n "$why" ]; then
+		for j in "${ulp_jobs[@]}"; do
+			echo "$kind $c ${j%%:*} failed $why" >> "$clients"
+		done
+	fi
+	[ -n "$ulp_stuck" ] && return
+	if ! "${c}_down" >> "$clog" 2>&1; then
+		ulp_stuck="$c on $dev: $ulp_why"
+		echo "teardown failed: $ulp_why" >> "$clog"
+	fi
+}
+
+for round in $(seq "$rounds"); do
 	limits
 	for kind in rxe sroce; do
 		use_$kind
@@ -149,6 +267,9 @@ for _ in $(seq "$rounds"); do
 			while read -r name v; do
 				echo "$kind $name $v" >> "$res"
 			done
+		for c in nfs nvme srp iser; do
+			client_run $c
+		done
 	done
 done
 remove_all_links
@@ -157,8 +278,9 @@ echo "load_end $(cut -d' ' -f1-3 /proc/loadavg)" >> "$state"
 
 # Medians and ratios (bandwidth in MB/s, latency in usec), then the limits,
 # the goals, and the machine's state.
-/usr/bin/python3 - "$res" "$mtus" "$state" > /tmp/out/table <<'PY'
-import sys, statistics
+/usr/bin/python3 - "$res" "$mtus" "$state" "$clients" "$diag" \
+	> /tmp/out/table <<'PY'
+import json, sys, statistics
 nan = float('nan')
 d = {}
 names = []      # the devices' rows, in the order run
@@ -198,6 +320,113 @@ for n in names:
     r, s = rxe_med(n), med(n)
     print(f"{n:{w}} {num(r)} {num(s)} {num(div(s, r))}  "
           f"({unit(n)}, median of {len(d.get((n, 'sroce'), []))})")
+# Kernel clients (issue 35): fio through NFS, NVMe-oF, SRP and iSER over
+# each device, MB/s (2^20 bytes a second, as perftest's) and IOPS. A job
+# whose client could not be set up, or whose fio failed, says why.
+jobs = []       # (client, job), in the order run
+fig = {}        # (client, job, kind): [(MB/s, IOPS)], one a round
+why = {}        # (client, kind): {reason: times}
+def fio_figures(path, job):
+    j = json.load(open(path))['jobs'][0]
+    if j.get('error'):
+        raise ValueError(f"fio error {j['error']}")
+    side = j['write' if 'write' in job else 'read']
+    if not side['io_bytes']:
+        raise ValueError('no I/O completed')
+    return side['bw_bytes'] / 2**20, side['iops']
+for line in open(sys.argv[4]):
+    f = line.split(maxsplit=4)
+    if len(f) < 4:
+        continue
+    kind, client, job, status = f[:4]
+    rest = f[4].strip() if len(f) == 5 else ''
+    if (client, job) not in jobs:
+        jobs.append((client, job))
+    if status == 'ok':
+        try:
+            fig.setdefault((client, job, kind), []).append(
+                fio_figures(rest, job))
+            continue
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            rest = f"fio's report unreadable: {e}"
+    reasons = why.setdefault((client, kind), {})
+    reasons[rest] = reasons.get(rest, 0) + 1
+def fio_med(client, job, kind, i):
+    v = fig.get((client, job, kind))
+    return statistics.median([x[i] for x in v]) if v else nan
+def cell(x, prec=2):    # a figure, or "failed" where there is none
+    return num(x, 10, prec) if x == x else f"{'failed':>10}"
+if jobs:
+    w2 = max([18] + [len(f"{c} {j}") for c, j in jobs])
+    print()
+    print("Kernel clients: fio, direct I/O, iodepth 4, 2 s a job; medians")
+    print(f"{'client job':{w2}} {'rxe MB/s':>10} {'sroce MB/s':>10} "
+          f"{'sroce/rxe':>10} {'rxe IOPS':>10} {'sroce IOPS':>10}")
+    for n, (client, job) in enumerate(jobs):
+        r, s = fio_med(client, job, 'rxe', 0), fio_med(client, job, 'sroce', 0)
+        ratio = div(s, r)
+        print(f"{client + ' ' + job:{w2}} {cell(r)} {cell(s)} {num(ratio)} "
+              f"{cell(fio_med(client, job, 'rxe', 1), 0)} "
+              f"{cell(fio_med(client, job, 'sroce', 1), 0)}"
+              f"{'  sroce slower' if ratio < 1 else ''}")
+        if n + 1 < len(jobs) and jobs[n + 1][0] == client:
+            continue
+        for kind in ('rxe', 'sroce'):
+            for text, n_failed in why.get((client, kind), {}).items():
+                print(f"    {kind} failed {n_failed} times: {text}")
+    # What the machine did while each job ran: the busy share of each
+    # CPU (one CPU at 100 and the other idle is a pipeline that runs on
+    # one CPU), context switches, and the device's counters of trouble.
+    cpus, ctx, trouble, rpcs = {}, {}, {}, {}
+    for line in open(sys.argv[5]):
+        f = line.split()
+        if len(f) >= 6 and f[3] == 'cpu':
+            cpus.setdefault((f[1], f[2], f[0]), []).append(
+                [int(x) for x in f[4].split('/')])
+            ctx.setdefault((f[1], f[2], f[0]), []).append(int(f[5]))
+        elif len(f) >= 4 and f[3] == 'counters':
+            t = trouble.setdefault((f[0], f[1]), {})
+            for name, v in zip(f[4::2], f[5::2]):
+                t[name] = t.get(name, 0) + int(v)
+        elif len(f) >= 4 and f[3] == 'rpcs':
+            # a round's mean milliseconds a request: queued, round trip,
+            # in all
+            for i in range(4, len(f) - 4, 5):
+                ops = int(f[i + 1])
+                if ops:
+                    rpcs.setdefault((f[1], f[i], f[0]), []).append(
+                        [int(x) / ops for x in f[i + 2:i + 5]])
+    def busy(key):
+        v = cpus.get(key)
+        if not v:
+            return 'NA'
+        return '/'.join(f"{statistics.median(c):.0f}" for c in zip(*v))
+    def ctx_med(key):
+        v = ctx.get(key)
+        return f"{statistics.median(v):.0f}" if v else 'NA'
+    print()
+    print("While each job ran: busy % of each CPU, context switches a "
+          "second; medians")
+    print(f"{'client job':{w2}} {'rxe CPUs':>10} {'ctxsw/s':>8} "
+          f"{'sroce CPUs':>10} {'ctxsw/s':>8}")
+    for client, job in jobs:
+        print(f"{client + ' ' + job:{w2}} {busy((client, job, 'rxe')):>10} "
+              f"{ctx_med((client, job, 'rxe')):>8} "
+              f"{busy((client, job, 'sroce')):>10} "
+              f"{ctx_med((client, job, 'sroce')):>8}")
+    for client, op in dict.fromkeys((c, o) for c, o, _ in rpcs):
+        figs = []
+        for kind in ('rxe', 'sroce'):
+            v = rpcs.get((client, op, kind))
+            figs.append(f"{kind} " + ('/'.join(
+                f"{statistics.median(x):.2f}" for x in zip(*v)) if v else 'NA'))
+        print(f"{client} {op} RPCs, ms each (queued/round trip/in all): "
+              + ', '.join(figs))
+    grew = [f"{kind} {client}: " +
+            ', '.join(f"{k} {v}" for k, v in sorted(t.items()))
+            for (kind, client), t in trouble.items() if t]
+    print("counters of errors, drops, NAKs, timeouts and resends that grew "
+          "(sums of the rounds): " + ('; '.join(grew) or 'none'))
 # rereg against dereg + reg of the same MR, sroce only (rxe has no rereg).
 print()
 for a, b in (('rereg_access_1G', 'reg_dereg_1073741824'),

@@ -16,8 +16,18 @@ host_state() {
 		"$(cut -d' ' -f1-3 /proc/loadavg)"
 }
 before=$(host_state)
+# The table even when the VM is judged failed (a kernel report, say from
+# a kernel client's teardown): the figures are still worth reading, beside
+# the judgment; the exit status is the judgment's. Not an old table, though.
+rm -f build/bench/table
+rc=0
 scripts/host/vm.sh --out build/bench --timeout 3000 -- \
-	scripts/guest/guest-bench.sh "$rounds"
-echo "host (runs the VM): $before before, $(host_state | sed 's/.*min) //') after" \
-	>> build/bench/table
-cat build/bench/table
+	scripts/guest/guest-bench.sh "$rounds" || rc=$?
+if [ -e build/bench/table ]; then
+	echo "host (runs the VM): $before before, $(host_state | sed 's/.*min) //') after" \
+		>> build/bench/table
+	cat build/bench/table
+else
+	echo "bench: no table: the guest did not get to the end (build/bench)"
+fi
+exit $rc
