@@ -23,11 +23,17 @@ clients=/tmp/out/clients
 diag=/tmp/out/clients-diag
 clog=/tmp/out/clients.log
 fiodir=/tmp/out/fio
+# sroce-dmabufbench's exporter and reasons ("exporter NAME", "why TEXT"),
+# and what it said on stderr; its figures go to results.
+dmabuf=/tmp/out/dmabuf
+dmabuf_log=/tmp/out/dmabufbench.log
 : > "$res"
 : > "$mtus"
 : > "$clients"
 : > "$diag"
 : > "$clog"
+: > "$dmabuf"
+: > "$dmabuf_log"
 rm -rf "$fiodir"
 mkdir -p "$fiodir"
 {
@@ -137,6 +143,26 @@ except Exception:
 		wait "$pid" 2>/dev/null
 	fi
 	echo "host tcp_loopback ${v:-NA}" >> "$res"
+}
+# dmabuf_bench: RDMA WRITE bandwidth into a dma-buf MR against a pinned
+# MR of the same size (sroce-dmabufbench; issue 38): its MB/s to results,
+# the exporter it measured and why it measured none, or not udmabuf, to
+# $dmabuf.
+dmabuf_bench() {
+	local out rc=0 name v
+
+	out=$(timeout 600 tests/bin/sroce-dmabufbench "$dev" \
+		2>> "$dmabuf_log") || rc=$?
+	grep -q '^dmabuf_exporter ' <<< "$out" ||
+		echo "why sroce-dmabufbench gave no result (exit status $rc;" \
+			"build/bench/dmabufbench.log)" >> "$dmabuf"
+	while read -r name v; do
+		case $name in
+		dmabuf_exporter) echo "exporter $v" >> "$dmabuf" ;;
+		dmabuf_why) echo "why $v" >> "$dmabuf" ;;
+		dmabuf_*) echo "$kind $name $v" >> "$res" ;;
+		esac
+	done <<< "$out"
 }
 # Kernel clients (issue 35): NFS, NVMe-oF, SRP and iSER over $dev
 # (scripts/guest/bench-clients.sh), each measured by fio with direct I/O
@@ -267,6 +293,8 @@ for round in $(seq "$rounds"); do
 			while read -r name v; do
 				echo "$kind $name $v" >> "$res"
 			done
+		# dma-buf MRs against pinned ones: sroce only, rxe has none.
+		[ "$kind" = rxe ] || dmabuf_bench
 		for c in nfs nvme srp iser; do
 			client_run $c
 		done
@@ -278,7 +306,7 @@ echo "load_end $(cut -d' ' -f1-3 /proc/loadavg)" >> "$state"
 
 # Medians and ratios (bandwidth in MB/s, latency in usec), then the limits,
 # the goals, and the machine's state.
-/usr/bin/python3 - "$res" "$mtus" "$state" "$clients" "$diag" \
+/usr/bin/python3 - "$res" "$mtus" "$state" "$clients" "$diag" "$dmabuf" \
 	> /tmp/out/table <<'PY'
 import json, sys, statistics
 nan = float('nan')
@@ -290,7 +318,9 @@ def records(path):      # "KIND NAME VALUE" lines; anything else is skipped
         if len(f) == 3:
             yield f
 for kind, name, v in records(sys.argv[1]):
-    if kind != 'host' and name not in names:
+    # the dma-buf rows (sroce only) are a table of their own, below
+    if kind != 'host' and not name.startswith('dmabuf_') and \
+            name not in names:
         names.append(name)
     try:
         x = float(v)
@@ -433,6 +463,36 @@ for a, b in (('rereg_access_1G', 'reg_dereg_1073741824'),
              ('rereg_pd_1G', 'reg_dereg_1073741824'),
              ('rereg_trans_256M', 'dereg_reg_256M')):
     print(f"sroce {a} / {b}: {times(div(med(a), med(b)), 1)}")
+# dma-buf MRs against pinned MRs (issue 38), sroce only: rxe has no
+# dma-buf MRs. RDMA WRITE into each over two QPs of the device connected
+# to each other; the exporter measured, or why none was (never a figure
+# where none was measured).
+exporters, dmabuf_why = {}, {}
+for line in open(sys.argv[6]):
+    k, _, v = line.strip().partition(' ')
+    if k in ('exporter', 'why'):
+        t = exporters if k == 'exporter' else dmabuf_why
+        t[v] = t.get(v, 0) + 1
+def counted(t):         # ["TEXT (in N rounds)", ...]
+    return [f"{v} (in {n} round{'s' if n > 1 else ''})" for v, n in t.items()]
+dmabuf_sizes = ('65536', '1048576')
+print()
+print("dma-buf MR against a pinned MR of the same size (issue 38), sroce "
+      "only (rxe has no dma-buf MRs): RDMA WRITE into 32 MiB from a QP "
+      "connected to another of the device, 16 in flight; exporter: "
+      + ('; '.join(counted(exporters)) or 'none'))
+print(f"{'request size':{w}} {'dma-buf':>10} {'pinned':>10} "
+      f"{'dma-buf/pinned':>15}")
+for s in dmabuf_sizes:
+    a, b = med(f'dmabuf_write_{s}'), med(f'dmabuf_pinned_{s}')
+    n = len(d.get((f'dmabuf_write_{s}', 'sroce'), []))
+    if a == a or b == b:
+        print(f"{s:{w}} {num(a)} {num(b)} {num(div(a, b), 15)}  "
+              f"(MB/s, median of {n})")
+    else:
+        print(f"{s:{w}} {'not run':>10} {'not run':>10}")
+for v in counted(dmabuf_why):
+    print(f"    {v}")
 # Limits (issue 37): one thread's memcpy and one TCP stream over loopback,
 # in the same VM. A software device copies each byte twice (into a packet
 # at the sender, out of it at the receiver), so the copy limit of its
@@ -450,7 +510,8 @@ for n in ('write_bw_1048576', 'read_bw_1048576', 'send_bw_1048576'):
     print(f"{n:{w}} {num(div(r, copy / 2))} {num(div(s, copy / 2))} "
           f"{num(div(r, tcp))} {num(div(s, tcp))}")
 # Goals (issue 15): latency against rxe, on-demand paging against pinned
-# memory (sroce only). Why those not met are not: testing.md, Speed.
+# memory (sroce only); issue 38's, dma-buf MRs against pinned ones. Why
+# those not met are not: testing.md, Speed.
 def goal(text, ratio, ok):
     why = '' if ok else '; not met, see Documentation/testing.md, Speed'
     print(f"{text}: {times(ratio)}{why if ratio == ratio else ''}")
@@ -471,6 +532,15 @@ for a, b, g in (('odp_write_first', 'odp_write_pinned', 0.5),
                 ('odp_prefetch_64M', 'odp_pin_64M', 0.8)):
     r = div(med(a), med(b))
     goal(f"sroce {a} / {b} (goal >= {g})", r, r >= g)
+for s in dmabuf_sizes:
+    a, b = f'dmabuf_write_{s}', f'dmabuf_pinned_{s}'
+    r = div(med(a), med(b))
+    if r == r:
+        goal(f"sroce {a} / {b} (goal >= 0.9)", r, r >= 0.9)
+    else:       # a figure missing: why, as the dma-buf rows say
+        print(f"sroce {a} / {b} (goal >= 0.9): "
+              f"{'NA' if med(a) == med(a) or med(b) == med(b) else 'not run'}"
+              ": " + ('; '.join(counted(dmabuf_why)) or 'no figure'))
 for a in ('odp_munmap_1G', 'odp_munmap_1G_implicit'):
     print(f"sroce {a}: {num(med(a), 0, 0)} ms, munmap_1G without an MR "
           f"{num(med('munmap_1G'), 0, 0)} ms")
