@@ -295,3 +295,29 @@ nfs_export() {
 		-o rw,fsid=0,no_root_squash,insecure,no_subtree_check,sync \
 		"$4/32:$2" 2>&1) || fail "exportfs $4/32:$2: $out"
 }
+
+# srp_shost IBDEV: the SCSI host number of ib_srp's login on IBDEV
+srp_shost() {
+	local h
+	for h in /sys/class/scsi_host/host*; do
+		[ "$(cat "$h/local_ib_device" 2>/dev/null)" = "$1" ] || continue
+		echo "${h##*/host}"
+		return 0
+	done
+	return 1
+}
+# srp_disk IBDEV: the LIO-ORG disk behind that host, found through /sys (no
+# udevd in the VM, so no /dev/disk/by-id)
+srp_disk() {
+	local n d b
+	n=$(srp_shost "$1") || return 1
+	for d in /sys/class/scsi_host/host"$n"/device/target*/*:*; do
+		grep -q '^LIO-ORG' "$d/vendor" 2>/dev/null || continue
+		for b in "$d"/block/*; do
+			[ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+		done
+	done
+	return 1
+}
+srp_disk_there() { srp_disk "$1" >/dev/null; }
+srp_no_shost() { ! srp_shost "$1" >/dev/null; }

@@ -126,40 +126,15 @@ host=/sys/class/infiniband_srp/srp-sroce0-1
 login="id_ext=$guid,ioc_guid=$guid,dest=$ip:$cm_port,src=$ip"
 srp_login() { echo "$login" > $host/add_target; } 2>/dev/null
 
-# srp_shost: the SCSI host number of ib_srp's login on sroce0
-srp_shost() {
-	local h
-	for h in /sys/class/scsi_host/host*; do
-		[ "$(cat "$h/local_ib_device" 2>/dev/null)" = sroce0 ] || continue
-		echo "${h##*/host}"
-		return 0
-	done
-	return 1
-}
-# srp_disk: the LIO-ORG disk behind that host, by /sys (no udevd in the
-# VM, so no /dev/disk/by-id)
-srp_disk() {
-	local n d b
-	n=$(srp_shost) || return 1
-	for d in /sys/class/scsi_host/host"$n"/device/target*/*:*; do
-		grep -q '^LIO-ORG' "$d/vendor" 2>/dev/null || continue
-		for b in "$d"/block/*; do
-			[ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
-		done
-	done
-	return 1
-}
-disk_there() { srp_disk >/dev/null; }
-no_srp_host() { ! srp_shost >/dev/null; }
 # payload bytes sroce0 sent since the last `mark`
 mark() { sent0=$(port_counter sent_bytes); }
 sent_since() { echo $(( $(port_counter sent_bytes) - ${sent0:?} )); }
 
 mark
 srp_login || fail "ib_srp login '$login' refused (dmesg: $(dmesg | tail -5))"
-wait_for 30 disk_there ||
+wait_for 30 srp_disk_there sroce0 ||
 	fail "no LIO-ORG disk on an SRP host of sroce0 after login (hosts: $(ls /sys/class/scsi_host))"
-disk=$(srp_disk)
+disk=$(srp_disk sroce0)
 expect_eq "ib_srp PDs on sroce0" 1 "$(pds_of ib_srp)"
 expect_eq "size of $disk" $((128 * mib)) "$(blockdev --getsize64 "$disk")"
 expect_eq "model of $disk" RAMDISK-MCP \
@@ -194,7 +169,7 @@ mark
 reading() { [ "$(sent_since)" -ge $((8 * mib)) ]; }
 wait_for 30 reading || fail "the reader moved only $(sent_since) bytes in 30 s"
 kill -0 $rpid 2>/dev/null || fail "the reader stopped before the logout"
-n=$(srp_shost)
+n=$(srp_shost sroce0)
 rport=/sys/class/srp_remote_ports/port-$n:1
 [ -e "$rport/delete" ] || fail "no $rport (remote ports: $(ls /sys/class/srp_remote_ports))"
 echo 1 > "$rport/delete" || fail "write to $rport/delete"
@@ -203,15 +178,15 @@ wait_for 60 reader_gone ||
 	fail "the reader of $disk still runs 60 s after its remote port was deleted"
 wait $rpid
 rpid=
-wait_for 30 no_srp_host || fail "SCSI host $n still there 30 s after the logout"
+wait_for 30 srp_no_shost sroce0 || fail "SCSI host $n still there 30 s after the logout"
 [ -e "/sys/block/${disk#/dev/}" ] && fail "$disk still there after the logout"
 
 # Log in again: the old target leaves ib_srp's list a little after its
 # SCSI host (add_target says EEXIST until then).
 wait_for 30 srp_login ||
 	fail "second login refused for 30 s (dmesg: $(dmesg | tail -5))"
-wait_for 30 disk_there || fail "no LIO-ORG disk after the second login"
-disk=$(srp_disk)
+wait_for 30 srp_disk_there sroce0 || fail "no LIO-ORG disk after the second login"
+disk=$(srp_disk sroce0)
 echo 3 > /proc/sys/vm/drop_caches
 got=$(dd if="$disk" bs=1M count=64 iflag=direct status=none | sha256sum)
 expect_eq "sha256 of the 64 MiB read after logging in again" "$want" "$got"
@@ -221,7 +196,7 @@ expect_eq "sha256 of the 64 MiB read after logging in again" "$want" "$got"
 for p in /sys/class/srp_remote_ports/port-*; do
 	[ -e "$p/delete" ] && echo 1 > "$p/delete"
 done
-wait_for 30 no_srp_host || fail "an SRP host of sroce0 is still there 30 s after the logout"
+wait_for 30 srp_no_shost sroce0 || fail "an SRP host of sroce0 is still there 30 s after the logout"
 wait_for 30 modprobe -r ib_srp ||
 	fail "modprobe -r ib_srp (refcount $(cat /sys/module/ib_srp/refcnt 2>/dev/null))"
 modprobe -r scsi_transport_srp || fail "modprobe -r scsi_transport_srp"

@@ -171,32 +171,6 @@ srp_serve() {
 	return $rc
 }
 
-# srp_shost: the SCSI host of ib_srp's login on $dev
-srp_shost() {
-	local h
-	for h in /sys/class/scsi_host/host*; do
-		[ "$(cat "$h/local_ib_device" 2>/dev/null)" = "$dev" ] || continue
-		echo "${h##*/host}"
-		return 0
-	done
-	return 1
-}
-# srp_disk: the LIO-ORG disk behind it, found through /sys (no udevd in
-# the VM)
-srp_disk() {
-	local n d b
-	n=$(srp_shost) || return 1
-	for d in /sys/class/scsi_host/host"$n"/device/target*/*:*; do
-		grep -q '^LIO-ORG' "$d/vendor" 2>/dev/null || continue
-		for b in "$d"/block/*; do
-			[ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
-		done
-	done
-	return 1
-}
-disk_there() { srp_disk >/dev/null; }
-no_srp_host() { ! srp_shost >/dev/null; }
-
 # srp_io DISK: pattern 1 read from its first half, pattern 2 written to
 # its second and read back, all O_DIRECT
 srp_io() {
@@ -243,21 +217,21 @@ srp_client() {
 		sleep 1
 	done
 	if [ $rc = 0 ]; then
-		if ! wait_for 30 disk_there; then
+		if ! wait_for 30 srp_disk_there "$dev"; then
 			explain "no LIO-ORG disk on an SRP host of $dev after the" \
 				"login (SCSI hosts: $(ls /sys/class/scsi_host))"
 			rc=1
 		else
-			srp_io "$(srp_disk)" || rc=1
+			srp_io "$(srp_disk "$dev")" || rc=1
 		fi
 	fi
 	# Log out: delete the remote port of every login on $dev.
-	if n=$(srp_shost); then
+	if n=$(srp_shost "$dev"); then
 		for p in /sys/class/srp_remote_ports/port-"$n":*; do
 			echo 1 > "$p/delete" ||
 				{ explain "delete the remote port $p"; rc=1; }
 		done
-		wait_for 30 no_srp_host || { explain "SCSI host $n of $dev" \
+		wait_for 30 srp_no_shost "$dev" || { explain "SCSI host $n of $dev" \
 			"still there 30 s after its remote port was deleted"; rc=1; }
 	fi
 	if ! wait_for 30 unload_module ib_srp 2>/dev/null ||
@@ -270,7 +244,7 @@ srp_client() {
 }
 export_ulp_helpers
 export -f srp_tpg srp_acls lio_unload srpt_start srpt_stop srp_serve \
-	srp_shost srp_disk disk_there no_srp_host srp_io srp_client
+	srp_shost srp_disk srp_disk_there srp_no_shost srp_io srp_client
 
 # The initiator waits for the target itself.
 STEP_LIMIT=300 STEP_TRIES=1
