@@ -321,3 +321,64 @@ srp_disk() {
 }
 srp_disk_there() { srp_disk "$1" >/dev/null; }
 srp_no_shost() { ! srp_shost "$1" >/dev/null; }
+
+# nvme_ns_dev NQN: the block device of subsystem NQN's namespace (the
+# multipath head's or the controller's; not the hidden per-path nvmeXcYnZ)
+nvme_ns_dev() {
+	local b
+	for b in /sys/block/nvme*; do
+		[[ ${b##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
+		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$1" ] || continue
+		[ -b "/dev/${b##*/}" ] || continue
+		echo "/dev/${b##*/}"
+		return 0
+	done
+	return 1
+}
+nvme_ns_there() { nvme_ns_dev "$1" >/dev/null; }
+# nvme_ctrl_of NQN: the nvme-rdma controller connected to NQN
+nvme_ctrl_of() {
+	local c
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$1" ] || continue
+		[ "$(cat "$c/transport" 2>/dev/null)" = rdma ] || continue
+		echo "${c##*/}"
+		return 0
+	done
+	return 1
+}
+nvme_no_ctrl() { ! nvme_ctrl_of "$1" >/dev/null; }
+
+# nvmet_port NQN ADDR: nvmet's port 1, RDMA on IPv4 address ADDR, port
+# 4420, serving subsystem NQN
+nvmet_port() {
+	local p=/sys/kernel/config/nvmet/ports/1
+	mkdir $p
+	echo rdma > $p/addr_trtype
+	echo ipv4 > $p/addr_adrfam
+	echo "$2" > $p/addr_traddr
+	echo 4420 > $p/addr_trsvcid
+	nvmet_port_link "$1" "$2"
+}
+# nvmet_port_link NQN ADDR: port 1 (on ADDR) serves subsystem NQN
+nvmet_port_link() {
+	local cfg=/sys/kernel/config/nvmet
+	ln -s "$cfg/subsystems/$1" "$cfg/ports/1/subsystems/$1" ||
+		fail "nvmet-rdma port on $2 (dmesg: $(dmesg | tail -3))"
+}
+# nvmet_remove NQN: with the host disconnected, port 1 and subsystem NQN
+# removed in the reverse order of their making, then both ends' modules
+# unloaded (host and target are in this VM): nvme-rdma, nvmet-rdma,
+# nvmet; each step checked
+nvmet_remove() {
+	local cfg=/sys/kernel/config/nvmet m
+	rm "$cfg/ports/1/subsystems/$1" || fail "unlink the subsystem from port 1"
+	rmdir $cfg/ports/1 || fail "rmdir nvmet port 1"
+	echo 0 > "$cfg/subsystems/$1/namespaces/1/enable" ||
+		fail "disable the namespace"
+	rmdir "$cfg/subsystems/$1/namespaces/1" "$cfg/subsystems/$1" ||
+		fail "remove the nvmet subsystem"
+	for m in nvme-rdma nvmet-rdma nvmet; do
+		wait_for 30 unload $m || fail "modprobe -r $m: $(lsmod | grep nvme)"
+	done
+}

@@ -30,13 +30,7 @@ echo -n $img > $cfg/subsystems/$nqn/namespaces/1/device_path
 # The image is on tmpfs, which has no O_DIRECT.
 echo 1 > $cfg/subsystems/$nqn/namespaces/1/buffered_io
 echo 1 > $cfg/subsystems/$nqn/namespaces/1/enable || fail "namespace enable"
-mkdir $cfg/ports/1
-echo rdma > $cfg/ports/1/addr_trtype
-echo ipv4 > $cfg/ports/1/addr_adrfam
-echo $ip > $cfg/ports/1/addr_traddr
-echo 4420 > $cfg/ports/1/addr_trsvcid
-ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn ||
-	fail "nvmet-rdma port on $ip (dmesg: $(dmesg | tail -3))"
+nvmet_port $nqn "$ip"
 
 out=$(timeout 60 nvme connect -t rdma -a $ip -s 4420 -n $nqn \
 	--hostnqn=nqn.2026-11.org.sroce:host \

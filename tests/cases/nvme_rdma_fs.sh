@@ -44,42 +44,16 @@ trap cleanup EXIT
 klog() { # the kernel log: the runner's stream if there is one (no wrap)
 	if [ -n "${SROCE_KMSG:-}" ]; then cat "$SROCE_KMSG"; else dmesg; fi
 }
-# ns_dev: the block device of the namespace (the multipath head's or the
-# controller's; not the hidden per-path nvmeXcYnZ)
-ns_dev() {
-	local b
-	for b in /sys/block/nvme*; do
-		[[ ${b##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
-		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = $nqn ] || continue
-		[ -b "/dev/${b##*/}" ] || continue
-		echo "/dev/${b##*/}"
-		return 0
-	done
-	return 1
-}
-ns_there() { ns_dev >/dev/null; }
-# ctrl_of: the nvme-rdma controller connected to $nqn
-ctrl_of() {
-	local c
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $nqn ] || continue
-		[ "$(cat "$c/transport" 2>/dev/null)" = rdma ] || continue
-		echo "${c##*/}"
-		return 0
-	done
-	return 1
-}
-no_ctrl() { ! ctrl_of >/dev/null; }
 connect() {
 	local out
 	out=$(timeout "$(tmo 60)" nvme connect -t rdma -a "$ip" -s 4420 -n $nqn \
 		--hostnqn=nqn.2026-11.org.sroce:host \
 		--hostid=5e5e5e5e-0000-4000-8000-000000000002 2>&1) ||
 		fail "nvme connect: $out (dmesg: $(dmesg | tail -5))"
-	wait_for 10 ns_there ||
+	wait_for 10 nvme_ns_there $nqn ||
 		fail "no block device of $nqn 10 s after connect ($(ls /sys/block))"
-	dev=$(ns_dev)
-	ctrl=$(ctrl_of) || fail "no rdma controller of $nqn in /sys/class/nvme"
+	dev=$(nvme_ns_dev $nqn)
+	ctrl=$(nvme_ctrl_of $nqn) || fail "no rdma controller of $nqn in /sys/class/nvme"
 }
 verify() { # WHEN: every file on $mnt has the bytes it was written with
 	local out
@@ -118,13 +92,7 @@ expect_eq "nvmet buffered_io (O_DIRECT on the file)" 0 \
 	"$(cat $cfg/subsystems/$nqn/namespaces/1/buffered_io)"
 echo 1 > $cfg/subsystems/$nqn/namespaces/1/enable ||
 	fail "namespace enable on $ns (dmesg: $(dmesg | tail -3))"
-mkdir $cfg/ports/1
-echo rdma > $cfg/ports/1/addr_trtype
-echo ipv4 > $cfg/ports/1/addr_adrfam
-echo "$ip" > $cfg/ports/1/addr_traddr
-echo 4420 > $cfg/ports/1/addr_trsvcid
-ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn ||
-	fail "nvmet-rdma port on $ip (dmesg: $(dmesg | tail -3))"
+nvmet_port $nqn "$ip"
 
 sent0=$(port_counter sent_bytes)
 connect
@@ -194,7 +162,8 @@ verify "after the reset"
 umount $mnt || fail "umount $mnt"
 out=$(e2fsck -f -n "$dev" 2>&1) || fail "e2fsck of $dev after the reset: $out"
 nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
-wait_for 10 no_ctrl || fail "controller $(ctrl_of) still there after disconnect"
+wait_for 10 nvme_no_ctrl $nqn ||
+	fail "controller $(nvme_ctrl_of $nqn) still there after disconnect"
 connect
 mount -t ext4 "$dev" $mnt || fail "mount $dev on $mnt after the reconnect"
 verify "after disconnect and connect"
@@ -208,15 +177,9 @@ least=$(( (writes * 8 + 2 * 48) * mib ))
 
 # Teardown, each step checked.
 nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect"
-wait_for 10 no_ctrl || fail "controller $(ctrl_of) still there after disconnect"
-rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
-rmdir $cfg/ports/1 || fail "rmdir nvmet port 1"
-echo 0 > $cfg/subsystems/$nqn/namespaces/1/enable || fail "disable the namespace"
-rmdir $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn ||
-	fail "remove the nvmet subsystem"
-for m in nvme-rdma nvmet-rdma nvmet; do
-	wait_for 30 unload $m || fail "modprobe -r $m: $(lsmod | grep nvme)"
-done
+wait_for 10 nvme_no_ctrl $nqn ||
+	fail "controller $(nvme_ctrl_of $nqn) still there after disconnect"
+nvmet_remove $nqn
 umount $back || fail "umount $back"
 losetup -d "$loop" || fail "losetup -d $loop"
 loop=

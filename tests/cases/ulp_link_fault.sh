@@ -283,27 +283,6 @@ done
 
 # (1) NVMe-oF: a namespace on a tmpfs file (buffered_io: tmpfs has no
 # O_DIRECT), an nvmet-rdma port on eth0's address.
-ns_dev() { # the namespace's block device (not a hidden per-path one)
-	local b
-	for b in /sys/block/nvme*; do
-		[[ ${b##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
-		[ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = $nqn ] || continue
-		[ -b "/dev/${b##*/}" ] && echo "/dev/${b##*/}" && return 0
-	done
-	return 1
-}
-ns_there() { ns_dev >/dev/null; }
-ctrl_of() { # the rdma controller connected to $nqn
-	local c
-	for c in /sys/class/nvme/nvme*; do
-		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = $nqn ] || continue
-		[ "$(cat "$c/transport" 2>/dev/null)" = rdma ] || continue
-		echo "${c##*/}"
-		return 0
-	done
-	return 1
-}
-no_ctrl() { ! ctrl_of >/dev/null; }
 creating() { klog | grep -c "nvme $ctrl: creating [0-9]* I/O queues"; }
 # The controller is kept for 60 s without a connection, retried every 1 s.
 nvme_connect() { # WHEN
@@ -313,20 +292,17 @@ nvme_connect() { # WHEN
 		--hostid=5e5e5e5e-0000-4000-8000-000000000004 \
 		--reconnect-delay=1 --ctrl-loss-tmo="$(tmo 60)" 2>&1) ||
 		fail "nvme connect $1: $out (dmesg: $(dmesg | tail -5))"
-	wait_for 10 ns_there ||
+	wait_for 10 nvme_ns_there $nqn ||
 		fail "no block device of $nqn 10 s after connect $1" \
 		"(/sys/block: $(ls /sys/block | tr '\n' ' '); /dev:" \
 		"$(ls -l /dev/nvme* | tr '\n' ' '))"
-	dev=$(ns_dev)
-	ctrl=$(ctrl_of) || fail "no rdma controller of $nqn $1"
+	dev=$(nvme_ns_dev $nqn)
+	ctrl=$(nvme_ctrl_of $nqn) || fail "no rdma controller of $nqn $1"
 }
 nvme_disconnect() { # WHEN
 	nvme disconnect -n $nqn >/dev/null || fail "nvme disconnect $1"
-	wait_for 10 no_ctrl || fail "controller $(ctrl_of) still there $1"
-}
-nvmet_link() {
-	ln -s $cfg/subsystems/$nqn $cfg/ports/1/subsystems/$nqn ||
-		fail "nvmet-rdma port on $ip (dmesg: $(dmesg | tail -3))"
+	wait_for 10 nvme_no_ctrl $nqn ||
+		fail "controller $(nvme_ctrl_of $nqn) still there $1"
 }
 
 modprobe -a rdma_cm nvmet nvmet-rdma nvme-rdma ||
@@ -340,12 +316,7 @@ echo -n $img > $cfg/subsystems/$nqn/namespaces/1/device_path
 echo 1 > $cfg/subsystems/$nqn/namespaces/1/buffered_io
 echo 1 > $cfg/subsystems/$nqn/namespaces/1/enable ||
 	fail "namespace enable on $img"
-mkdir $cfg/ports/1
-echo rdma > $cfg/ports/1/addr_trtype
-echo ipv4 > $cfg/ports/1/addr_adrfam
-echo "$ip" > $cfg/ports/1/addr_traddr
-echo 4420 > $cfg/ports/1/addr_trsvcid
-nvmet_link
+nvmet_port $nqn "$ip"
 nvme_connect "at first"
 
 # (1a) eth0 down and up under the writes.
@@ -373,8 +344,8 @@ start_writer "$dev" "$n"
 wait_for 60 busy "$n" || fail "NVMe: the writer to $dev completed no write" \
 	"with data moving on sroce0 in 60 s after $n"
 link_delete NVMe
-wait_for 10 no_ctrl ||
-	fail "NVMe: controller $(ctrl_of) still there after sroce0 went"
+wait_for 10 nvme_no_ctrl $nqn ||
+	fail "NVMe: controller $(nvme_ctrl_of $nqn) still there after sroce0 went"
 wait_for 60 writer_gone || fail "NVMe: the writer to $dev still runs" \
 	"$(tmo 60) s after its controller went: write $(cat $attempt) hangs"
 stop_writer && fail "NVMe: the writer ended without an error, its controller deleted"
@@ -384,20 +355,13 @@ skip=-1
 link_add sroce0 eth0
 # nvmet destroyed its listener with the device: link the port again.
 rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
-nvmet_link
+nvmet_port_link $nqn "$ip"
 nvme_connect "after sroce0 came back"
 verify "NVMe target's file after rdma link delete" $img "$n" $skip
 verify "NVMe namespace read after rdma link delete" "$dev" "$n" $skip iflag=direct
 
 nvme_disconnect "at the end"
-rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
-rmdir $cfg/ports/1 || fail "rmdir nvmet port 1"
-echo 0 > $cfg/subsystems/$nqn/namespaces/1/enable || fail "disable the namespace"
-rmdir $cfg/subsystems/$nqn/namespaces/1 $cfg/subsystems/$nqn ||
-	fail "remove the nvmet subsystem"
-for m in nvme-rdma nvmet-rdma nvmet; do
-	wait_for 30 unload $m || fail "modprobe -r $m: $(lsmod | grep nvme)"
-done
+nvmet_remove $nqn
 wait_for 30 at_base
 baseline "after NVMe"
 expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
