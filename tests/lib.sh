@@ -296,6 +296,62 @@ nfs_export() {
 		"$4/32:$2" 2>&1) || fail "exportfs $4/32:$2: $out"
 }
 
+# need_nfs_tools: nfsd's and the NFS client's programs, and /var/lib/nfs
+# for nfs_export to bind over, are here (else the case fails)
+need_nfs_tools() {
+	local c
+	for c in rpc.nfsd rpc.mountd exportfs mount.nfs; do
+		command -v $c >/dev/null ||
+			fail "no $c (nfs-kernel-server, nfs-common on the host)"
+	done
+	[ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
+}
+
+# nfsd_log LOG: rpc.mountd's last lines (its output is LOG) and the
+# kernel's, for a failure message
+nfsd_log() { echo "mountd: $(tail -5 "$1" 2>/dev/null);" \
+	"dmesg: $(dmesg | tail -8)"; }
+
+# nfsd_up LOG: serve nfs_export's export: rpc.mountd for NFSv4 only (no
+# MOUNT protocol listener, no rpcbind), its output in LOG and its pid in
+# $mountd_pid, holding the export cache channel; then 4 nfsd threads,
+# NFSv4.2 only, a lease of 30 s (stretched by tmo, an hour at most) and a
+# grace period of 10 s
+nfsd_up() {
+	local lease
+	rpc.mountd -F -N 2 -N 3 -u > "$1" 2>&1 &
+	mountd_pid=$!
+	wait_for 10 mountd_ready "$mountd_pid" ||
+		fail "rpc.mountd did not open the export cache channels ($(nfsd_log "$1"))"
+	lease=$(tmo 30)
+	[ "$lease" -le 3600 ] || lease=3600
+	timeout "$(tmo 60)" rpc.nfsd -N 3 -V 4.2 -U -G 10 -L "$lease" 4 ||
+		fail "rpc.nfsd ($(nfsd_log "$1"))"
+}
+
+# nfsd_listen_rdma PORT LOG: nfsd's RDMA listener on PORT, as
+# Documentation/admin-guide/nfs/nfs-rdma.rst sets it up (unless the
+# host's nfs.conf already had rpc.nfsd add it); LOG is rpc.mountd's
+nfsd_listen_rdma() {
+	if ! grep -qx "rdma $1" /proc/fs/nfsd/portlist; then
+		echo "rdma $1" > /proc/fs/nfsd/portlist ||
+			fail "echo rdma $1 > /proc/fs/nfsd/portlist ($(nfsd_log "$2"))"
+	fi
+}
+
+# nfs_unexport EXPORT: after "rpc.nfsd 0", rpc.mountd ($mountd_pid)
+# stopped and nfs_export's mounts undone (the nfsd filesystem, the tmpfs
+# at EXPORT, the state over /var/lib/nfs), each step checked
+nfs_unexport() {
+	local m
+	kill "$mountd_pid"
+	wait "$mountd_pid"
+	mountd_pid=
+	for m in /proc/fs/nfsd "$1" /var/lib/nfs; do
+		umount "$m" || fail "umount $m after nfsd stopped"
+	done
+}
+
 # srp_shost IBDEV: the SCSI host number of ib_srp's login on IBDEV
 srp_shost() {
 	local h

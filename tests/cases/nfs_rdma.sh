@@ -51,6 +51,7 @@ port=20049
 exp=/tmp/nfs-export	# the server's tmpfs, exported as the NFSv4 root
 mnt=/tmp/nfs-mnt	# the client's mount point
 state=/tmp/nfs-state	# bound over /var/lib/nfs
+mountd_log=/tmp/nfs-mountd.log
 mib=$((1024 * 1024))
 mountd_pid=
 
@@ -75,8 +76,7 @@ cleanup() {
 	for m in rpcrdma nfsv4 nfsd nfs; do
 		[ -d /sys/module/$m ] && modprobe -r $m 2>/dev/null
 	done
-	rm -rf $exp $mnt $state /tmp/nfs-a /tmp/nfs-b \
-		/tmp/nfs-mountd.log
+	rm -rf $exp $mnt $state /tmp/nfs-a /tmp/nfs-b $mountd_log
 }
 trap cleanup EXIT
 
@@ -84,14 +84,8 @@ is_base() { [ "$(kernel_counts sroce0)" = "$base" ]; }
 listeners() { # the rdma_cm IDs bound to port $port
 	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$port( |\$)"
 }
-nfsd_log() { echo "mountd: $(tail -5 /tmp/nfs-mountd.log 2>/dev/null);" \
-	"dmesg: $(dmesg | tail -8)"; }
 
-for c in rpc.nfsd rpc.mountd exportfs mount.nfs; do
-	command -v $c >/dev/null ||
-		fail "no $c (nfs-kernel-server, nfs-common on the host)"
-done
-[ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
+need_nfs_tools
 
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
@@ -109,21 +103,9 @@ mkdir -p $mnt
 nfs_export $state $exp 256 "$ip"
 expect_eq "exports in etab" 1 "$(grep -c "^$exp	" /var/lib/nfs/etab)"
 # NFSv4 only: no MOUNT protocol listener, no rpcbind.
-rpc.mountd -F -N 2 -N 3 -u > /tmp/nfs-mountd.log 2>&1 &
-mountd_pid=$!
-wait_for 10 mountd_ready "$mountd_pid" ||
-	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
-lease=$(tmo 30)
-[ "$lease" -le 3600 ] || lease=3600
-timeout "$(tmo 60)" rpc.nfsd -N 3 -V 4.2 -U -G 10 -L "$lease" 4 ||
-	fail "rpc.nfsd ($(nfsd_log))"
+nfsd_up $mountd_log
 expect_eq "nfsd threads" 4 "$(cat /proc/fs/nfsd/threads)"
-# The RDMA listener, as Documentation/admin-guide/nfs/nfs-rdma.rst sets it
-# up (unless the host's nfs.conf already had rpc.nfsd add it).
-if ! grep -qx "rdma $port" /proc/fs/nfsd/portlist; then
-	echo "rdma $port" > /proc/fs/nfsd/portlist ||
-		fail "echo rdma $port > /proc/fs/nfsd/portlist ($(nfsd_log))"
-fi
+nfsd_listen_rdma $port $mountd_log
 grep -qx "rdma $port" /proc/fs/nfsd/portlist ||
 	fail "portlist: expected an 'rdma $port' line, got: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
 n=$(listeners)
@@ -136,7 +118,7 @@ wait_for 30 grace_over || fail "the NFSv4 grace period did not end: v4_end_grace
 
 # (a) The client, over RDMA.
 out=$(timeout "$(tmo 60)" mount -t nfs -o vers=4.2,proto=rdma,port=$port \
-	"$ip:/" $mnt 2>&1) || fail "mount $ip:/ over RDMA: $out ($(nfsd_log))"
+	"$ip:/" $mnt 2>&1) || fail "mount $ip:/ over RDMA: $out ($(nfsd_log $mountd_log))"
 fstype=$(awk -v m=$mnt '$2 == m { print $3 }' /proc/mounts)
 opts=$(awk -v m=$mnt '$2 == m { print $4 }' /proc/mounts)
 expect_eq "filesystem type of $mnt" nfs4 "$fstype"
@@ -159,7 +141,7 @@ head -c 64M /dev/urandom > /tmp/nfs-b	# written by the server
 sum_a=$(sha /tmp/nfs-a) sum_b=$(sha /tmp/nfs-b)
 sent0=$(port_counter sent_bytes)
 timeout "$(tmo 180)" dd if=/tmp/nfs-a of=$mnt/from-client bs=1M \
-	conv=fsync status=none || fail "write 64 MiB through $mnt ($(nfsd_log))"
+	conv=fsync status=none || fail "write 64 MiB through $mnt ($(nfsd_log $mountd_log))"
 drop_caches
 expect_eq "size on the server of the client's file" $((64 * mib)) \
 	"$(stat -c %s $exp/from-client)"
@@ -183,16 +165,11 @@ fio_verify $mnt/fio.dat
 rm -f $mnt/fio.dat
 
 # (d) Teardown, each step checked.
-timeout "$(tmo 60)" umount $mnt || fail "umount $mnt ($(nfsd_log))"
+timeout "$(tmo 60)" umount $mnt || fail "umount $mnt ($(nfsd_log $mountd_log))"
 timeout "$(tmo 30)" exportfs -ua || fail "exportfs -ua"
 timeout "$(tmo 60)" rpc.nfsd 0 || fail "rpc.nfsd 0"
 expect_eq "nfsd threads after rpc.nfsd 0" 0 "$(cat /proc/fs/nfsd/threads)"
-kill "$mountd_pid"
-wait "$mountd_pid"
-mountd_pid=
-for m in /proc/fs/nfsd $exp /var/lib/nfs; do
-	umount "$m" || fail "umount $m after nfsd stopped"
-done
+nfs_unexport $exp
 # The transports go in work items after the last reference: give them time.
 rmmod_wait rpcrdma
 wait_for 30 is_base || fail "kernel objects on sroce0 after teardown:" \

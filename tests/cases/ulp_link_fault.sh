@@ -74,6 +74,7 @@ img=/tmp/ulpf-ns.img		# the NVMe namespace's file (tmpfs)
 exp=/tmp/ulpf-export		# the NFS server's tmpfs, exported
 mnt=/tmp/ulpf-mnt		# the NFS client's mount point
 state=/tmp/ulpf-state		# bound over /var/lib/nfs
+mountd_log=/tmp/ulpf-mountd.log
 pat=(/tmp/ulpf-a /tmp/ulpf-b)	# the writer's two patterns
 count=/tmp/ulpf-count		# writes completed
 attempt=/tmp/ulpf-attempt	# the write under way
@@ -114,7 +115,7 @@ cleanup() {
 		unload $m 2>/dev/null
 	done
 	rm -rf $img $exp $mnt $state "${pat[@]}" $count $count.new $attempt \
-		$ddpid $stop /tmp/ulpf-mountd.log
+		$ddpid $stop $mountd_log
 }
 trap cleanup EXIT
 
@@ -258,11 +259,8 @@ baseline() { # WHEN: at_base, or fail with what differs
 	no_user_objects sroce0
 }
 
-for c in nvme rpc.nfsd rpc.mountd exportfs mount.nfs; do
-	command -v $c >/dev/null ||
-		fail "no $c (nvme-cli, nfs-kernel-server, nfs-common on the host)"
-done
-[ -d /var/lib/nfs ] || fail "no /var/lib/nfs to bind over (nfs-common)"
+command -v nvme >/dev/null || fail "no nvme (nvme-cli on the host)"
+need_nfs_tools
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
@@ -368,17 +366,15 @@ expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
 rm -f $img
 
 # (2) NFSv4.2 over RDMA, as tests/cases/nfs_rdma.sh sets it up.
-nfsd_log() { echo "mountd: $(tail -5 /tmp/ulpf-mountd.log 2>/dev/null);" \
-	"dmesg: $(dmesg | tail -8)"; }
 nfs_mount() { # WHEN
 	local out
 	out=$(timeout "$(tmo 60)" mount -t nfs \
 		-o vers=4.2,proto=rdma,port=$nfs_port,hard "$ip:/" $mnt 2>&1) ||
-		fail "mount $ip:/ over RDMA $1: $out ($(nfsd_log))"
+		fail "mount $ip:/ over RDMA $1: $out ($(nfsd_log $mountd_log))"
 	expect_eq "mountstats transport of $mnt $1" rdma "$(xprt_field 2)"
 }
 nfs_umount() { # WHEN
-	timeout "$(tmo 60)" umount $mnt || fail "umount $mnt $1 ($(nfsd_log))"
+	timeout "$(tmo 60)" umount $mnt || fail "umount $mnt $1 ($(nfsd_log $mountd_log))"
 }
 xprt_field() { # N: field N of $mnt's "xprt:" line (2: transport, 5: connects)
 	awk -v m=$mnt -v f="$1" '$1 == "device" { on = ($5 == m) }
@@ -388,18 +384,8 @@ xprt_field() { # N: field N of $mnt's "xprt:" line (2: transport, 5: connects)
 modprobe -a nfsd nfsv4 rpcrdma || fail "modprobe nfsd nfsv4 rpcrdma"
 mkdir -p $mnt
 nfs_export $state $exp 64 "$ip"
-rpc.mountd -F -N 2 -N 3 -u > /tmp/ulpf-mountd.log 2>&1 &
-mountd_pid=$!
-wait_for 10 mountd_ready "$mountd_pid" ||
-	fail "rpc.mountd did not open the export cache channels ($(nfsd_log))"
-lease=$(tmo 30)
-[ "$lease" -le 3600 ] || lease=3600
-timeout "$(tmo 60)" rpc.nfsd -N 3 -V 4.2 -U -G 10 -L "$lease" 4 ||
-	fail "rpc.nfsd ($(nfsd_log))"
-if ! grep -qx "rdma $nfs_port" /proc/fs/nfsd/portlist; then
-	echo "rdma $nfs_port" > /proc/fs/nfsd/portlist ||
-		fail "echo rdma $nfs_port > /proc/fs/nfsd/portlist ($(nfsd_log))"
-fi
+nfsd_up $mountd_log
+nfsd_listen_rdma $nfs_port $mountd_log
 echo Y > /proc/fs/nfsd/v4_end_grace 2>/dev/null
 wait_for 30 grace_over || fail "the NFSv4 grace period did not end"
 nfs_mount "at first"
@@ -415,7 +401,7 @@ at=$(writes)
 wait_for 60 resumed "$at" ||
 	fail "NFS: writes stalled at $(writes) after eth0 came back"
 stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
-	"eth0 down and up (a hard mount retries; $(nfsd_log))"
+	"eth0 down and up (a hard mount retries; $(nfsd_log $mountd_log))"
 n=$(writes)
 note "NFS: the transport connected $(($(xprt_field 5) - conns)) more times"
 verify "NFS server's copy after eth0 down and up" $exp/data "$n" -1
@@ -437,7 +423,7 @@ wait_for 90 resumed "$at" ||
 	fail "NFS: writes stalled at $(writes) $(tmo 90) s after sroce0 came back"
 note "NFS: writes resumed $((SECONDS - t)) s after sroce0 came back"
 stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
-	"rdma link delete (a hard mount stalls; $(nfsd_log))"
+	"rdma link delete (a hard mount stalls; $(nfsd_log $mountd_log))"
 n=$(writes)
 c=$(xprt_field 5)
 [ "$c" -gt "$conns" ] 2>/dev/null || fail "NFS: the transport's connect" \
@@ -451,14 +437,8 @@ verify "NFS file read through a new mount after rdma link delete" \
 nfs_umount "at the end"
 timeout "$(tmo 30)" exportfs -ua || fail "exportfs -ua"
 timeout "$(tmo 60)" rpc.nfsd 0 || fail "rpc.nfsd 0"
-kill "$mountd_pid"
-wait "$mountd_pid"
-mountd_pid=
-for m in /proc/fs/nfsd $exp /var/lib/nfs; do
-	umount "$m" || fail "umount $m after nfsd stopped"
-done
-wait_for 30 rmmod rpcrdma 2>/dev/null || fail "rmmod rpcrdma: refcount" \
-	"$(cat /sys/module/rpcrdma/refcnt 2>/dev/null)"
+nfs_unexport $exp
+rmmod_wait rpcrdma
 # The transports go in work items after the last reference: give them time.
 wait_for 30 at_base
 baseline "after NFS"
