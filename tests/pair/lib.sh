@@ -188,6 +188,24 @@ back_to() {
 	return 1
 }
 
+# ulp_both_ways WHAT PACKETS SERVER CLIENT NAME: a kernel client's step
+# each way: the server function SERVER on a and CLIENT SERVER_ADDRESS on
+# b, then SERVER on b and CLIENT on a; NAME is a printf format of the
+# server's role and the client's. Then check that $dev sent at least
+# PACKETS packets for WHAT in the two.
+ulp_both_ways() {
+	local what=$1 least=$2 serve=$3 client=$4 name=$5 s c sent0 sent
+	sent0=$(counter sent_pkts)
+	for s in a b; do
+		c=$([ $s = a ] && echo b || echo a)
+		# shellcheck disable=SC2059 # NAME is the format
+		step "$(printf "$name" $s "$c")" $s "$serve" "$client $PEER4"
+	done
+	sent=$(( $(counter sent_pkts) - sent0 ))
+	check "$dev sent packets for $what: $sent (at least $least)" \
+		test "$sent" -ge "$least"
+}
+
 # export_ulp_helpers: export the functions above and those of tests/lib.sh
 # they use, for the steps' own bash
 export_ulp_helpers() {

@@ -103,15 +103,8 @@ export -f nvmet_serve nvme_host
 
 # The host waits for the target itself.
 STEP_LIMIT=400 STEP_TRIES=1
-sent0=$(counter sent_pkts)
-for s in a b; do
-	c=$([ $s = a ] && echo b || echo a)
-	step "NVMe-oF target $s, host $c: 32 MiB each way, every byte checked" $s \
-		nvmet_serve "nvme_host $PEER4"
-done
-sent=$(( $(counter sent_pkts) - sent0 ))
 # 64 MiB moved each way through this VM's device, in MTU-sized packets.
-check "$dev sent packets for NVMe-oF: $sent (at least 16384)" \
-	test "$sent" -ge 16384
+ulp_both_ways NVMe-oF 16384 nvmet_serve nvme_host \
+	"NVMe-oF target %s, host %s: 32 MiB each way, every byte checked"
 echo "$ROLE: $passed passed, $failed failed"
 [ $failed = 0 ]

@@ -219,17 +219,10 @@ export -f mountd_ready grace_over nfsd_explain rpcrdma_gone nfsd_start nfsd_stop
 
 # The client waits for the server itself.
 STEP_LIMIT=300 STEP_TRIES=1
-sent0=$(counter sent_pkts)
-for s in a b; do
-	c=$([ $s = a ] && echo b || echo a)
-	step "NFSv4.2 over RDMA, server $s, client $c: 32 MiB each way, every byte checked" \
-		$s nfs_serve "nfs_client $PEER4"
-done
-sent=$(( $(counter sent_pkts) - sent0 ))
-# Each VM sent 96 MiB: as the server the file read and the one read back
+# Each VM sends 96 MiB: as the server the file read and the one read back
 # (its RDMA WRITEs), as the client the file written (the responses to the
 # server's RDMA READs); at most 4096 bytes a packet.
-check "$dev sent packets for NFS: $sent (at least 24576)" \
-	test "$sent" -ge 24576
+ulp_both_ways NFS 24576 nfs_serve nfs_client \
+	"NFSv4.2 over RDMA, server %s, client %s: 32 MiB each way, every byte checked"
 echo "$ROLE: $passed passed, $failed failed"
 [ $failed = 0 ]
