@@ -235,6 +235,37 @@ ulp_objects() {
 	return 0
 }
 
+# ulp_base_save COUNT: sroce0's kernel PDs, CQs, QPs and MRs before a
+# kernel client comes, as COUNT (ulp_objects, which leaves ib_core's CQs
+# out, or kernel_objects) counts them, in ulp_base[pd], ulp_base[cq],
+# ulp_base[qp] and ulp_base[mr]; ulp_base_is and ulp_base_check count
+# with COUNT too
+ulp_base_save() {
+	local t
+	declare -gA ulp_base
+	ulp_base_count=$1
+	for t in pd cq qp mr; do
+		ulp_base[$t]=$("$1" $t sroce0)
+	done
+}
+# ulp_base_is: sroce0's kernel objects are as ulp_base_save counted them
+ulp_base_is() {
+	local t
+	for t in pd cq qp mr; do
+		[ "$("$ulp_base_count" $t sroce0)" = "${ulp_base[$t]}" ] || return 1
+	done
+}
+# ulp_base_check WHEN: fail unless sroce0's kernel objects are as
+# ulp_base_save counted them and no process's object is left on sroce0
+ulp_base_check() {
+	local t
+	for t in pd cq qp mr; do
+		expect_eq "kernel $t objects on sroce0 $1" "${ulp_base[$t]}" \
+			"$("$ulp_base_count" $t sroce0)"
+	done
+	no_user_objects sroce0
+}
+
 # fio_verify FILE [OFFSET]: random direct reads and writes of 4 to 64 KiB
 # over 16 MiB of FILE (a file, or a disk) from OFFSET (fio's syntax, 0 by
 # default), every block written checked by its CRC32C when read back;

@@ -68,10 +68,7 @@ mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
-declare -A base
-for t in pd cq qp mr; do
-	base[$t]=$(ulp_objects $t sroce0)
-done
+ulp_base_save ulp_objects
 
 # The target's file system: ext4 on a loop device over a tmpfs file.
 truncate -s 256M $img
@@ -183,8 +180,4 @@ nvmet_remove $nqn
 umount $back || fail "umount $back"
 losetup -d "$loop" || fail "losetup -d $loop"
 loop=
-for t in pd cq qp mr; do
-	expect_eq "kernel $t objects on sroce0 after unloading NVMe" \
-		"${base[$t]}" "$(ulp_objects $t sroce0)"
-done
-no_user_objects sroce0
+ulp_base_check "after unloading NVMe"

@@ -32,10 +32,7 @@ of_module() { # TYPE MODULE: sroce0's kernel objects of TYPE that MODULE made
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
-declare -A base
-for t in pd cq qp mr; do
-	base[$t]=$(kernel_objects $t sroce0)
-done
+ulp_base_save kernel_objects
 modprobe -a rds rds_rdma || fail "modprobe rds rds_rdma"
 expect_eq "rds_rdma PDs on sroce0" 1 "$(of_module pd rds_rdma)"
 
@@ -170,8 +167,8 @@ bytes=$(cat $ready)
 # While the sockets are open: rds_rdma's objects on sroce0, the payload in
 # its counters.
 qps=$(kernel_objects qp sroce0)
-[ "$qps" -ge $((base[qp] + 2)) ] ||
-	fail "kernel QPs on sroce0: expected at least $((base[qp] + 2)) (2 of RDS's loopback connection), got $qps: $(rdma resource show qp link sroce0/1)"
+[ "$qps" -ge $((ulp_base[qp] + 2)) ] ||
+	fail "kernel QPs on sroce0: expected at least $((ulp_base[qp] + 2)) (2 of RDS's loopback connection), got $qps: $(rdma resource show qp link sroce0/1)"
 cqs=$(of_module cq rds_rdma)
 [ "$cqs" -ge 4 ] ||
 	fail "rds_rdma CQs on sroce0: expected at least 4, got $cqs: $(rdma -d resource show cq dev sroce0)"
@@ -190,8 +187,4 @@ wait_for 30 unload rds_rdma ||
 	fail "modprobe -r rds_rdma (refcount $(cat /sys/module/rds_rdma/refcnt 2>/dev/null))"
 wait_for 30 unload rds ||
 	fail "modprobe -r rds (refcount $(cat /sys/module/rds/refcnt 2>/dev/null))"
-for t in pd cq qp mr; do
-	expect_eq "kernel $t objects on sroce0 after unloading RDS" \
-		"${base[$t]}" "$(kernel_objects $t sroce0)"
-done
-no_user_objects sroce0
+ulp_base_check "after unloading RDS"

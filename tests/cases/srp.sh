@@ -67,10 +67,7 @@ pds_of() { rdma -d resource show pd dev sroce0 | grep -c "comm \[$1\]"; }
 link_add sroce0 eth0
 ip=$(ip -4 -o addr show dev eth0 | awk '{print $4}' | cut -d/ -f1 | head -1)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
-declare -A base
-for t in pd cq qp mr; do
-	base[$t]=$(ulp_objects $t sroce0)
-done
+ulp_base_save ulp_objects
 
 # The target: LIO, ib_srpt, a ramdisk. sd_mod too: without udevd nothing
 # loads it when the disk appears.
@@ -220,8 +217,4 @@ done
 modprobe -r target_core_mod || fail "modprobe -r target_core_mod"
 
 # sroce0 has what it had before: ib_mad's objects, nothing of SRP's.
-for t in pd cq qp mr; do
-	expect_eq "kernel $t objects on sroce0 after unloading SRP" \
-		"${base[$t]}" "$(ulp_objects $t sroce0)"
-done
-no_user_objects sroce0
+ulp_base_check "after unloading SRP"

@@ -244,32 +244,14 @@ link_delete() {
 	note "$1: rdma link delete took $((SECONDS - t)) s"
 }
 
-at_base() { # sroce0's kernel objects are as before the clients
-	local t
-	for t in pd cq qp mr; do
-		[ "$(ulp_objects $t sroce0)" = "${base[$t]}" ] || return 1
-	done
-}
-baseline() { # WHEN: at_base, or fail with what differs
-	local t
-	for t in pd cq qp mr; do
-		expect_eq "kernel $t objects on sroce0 $1" "${base[$t]}" \
-			"$(ulp_objects $t sroce0)"
-	done
-	no_user_objects sroce0
-}
-
 command -v nvme >/dev/null || fail "no nvme (nvme-cli on the host)"
 need_nfs_tools
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
 ip6s=$(ip -6 -o addr show dev eth0 scope global | awk '{ print $4 }')
-declare -A base
-for t in pd cq qp mr; do
-	base[$t]=$(ulp_objects $t sroce0)
-done
-case ${base[*]} in *'?'*) fail "rdma resource could not list sroce0's objects" ;; esac
+ulp_base_save ulp_objects
+case ${ulp_base[*]} in *'?'*) fail "rdma resource could not list sroce0's objects" ;; esac
 
 sums=()
 for p in 0 1; do
@@ -360,8 +342,8 @@ verify "NVMe namespace read after rdma link delete" "$dev" "$n" $skip iflag=dire
 
 nvme_disconnect "at the end"
 nvmet_remove $nqn
-wait_for 30 at_base
-baseline "after NVMe"
+wait_for 30 ulp_base_is
+ulp_base_check "after NVMe"
 expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
 rm -f $img
 
@@ -440,7 +422,7 @@ timeout "$(tmo 60)" rpc.nfsd 0 || fail "rpc.nfsd 0"
 nfs_unexport $exp
 rmmod_wait rpcrdma
 # The transports go in work items after the last reference: give them time.
-wait_for 30 at_base
-baseline "after NFS"
+wait_for 30 ulp_base_is
+ulp_base_check "after NFS"
 expect_eq "rdma_cm IDs on port $nfs_port after NFS" 0 "$(listeners $nfs_port)"
 link_delete "at the end"
