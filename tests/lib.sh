@@ -383,6 +383,16 @@ nfs_unexport() {
 	done
 }
 
+# sysfs_first ATTR VALUE DIR...: the first DIR whose file ATTR reads VALUE
+sysfs_first() {
+	local a=$1 v=$2 d
+	shift 2
+	for d in "$@"; do
+		[ "$(cat "$d/$a" 2>/dev/null)" = "$v" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
 # srp_shost IBDEV: the SCSI host number of ib_srp's login on IBDEV
 srp_shost() {
 	local h
@@ -469,3 +479,231 @@ nvmet_remove() {
 		wait_for 30 unload $m || fail "modprobe -r $m: $(lsmod | grep nvme)"
 	done
 }
+
+# --- LIO, the kernel's SCSI target (iSER and SRP) ---------------------
+
+# lio_fileio NAME FILE: LIO's backstore core/fileio_0/NAME on FILE, all of
+# it (configfs mounted first; target_core_mod loaded). Says what failed.
+lio_fileio() {
+	local bs=/sys/kernel/config/target/core/fileio_0/$1 size
+	mountpoint -q /sys/kernel/config ||
+		mount -t configfs none /sys/kernel/config
+	size=$(stat -c %s "$2") || return 1
+	if ! mkdir -p "$bs" ||
+		! echo "fd_dev_name=$2,fd_dev_size=$size" > "$bs/control" ||
+		! echo 1 > "$bs/enable"; then
+		echo "the fileio backstore $bs on $2 (dmesg: $(dmesg | tail -3))"
+		return 1
+	fi
+}
+# lio_fileio_remove NAME: remove it, and fileio_0; fails if a step that
+# had something to remove failed
+lio_fileio_remove() {
+	local hba=/sys/kernel/config/target/core/fileio_0
+	configfs_rm "$hba/$1" $hba
+}
+
+# configfs_rm DIR...: take each DIR that is there down, in order, its
+# symbolic links (LIO's LUN and ACL mappings) first; says what would not
+# go, and fails then
+configfs_rm() {
+	local d l rc=0
+	for d in "$@"; do
+		[ -d "$d" ] || continue
+		for l in "$d"/*; do
+			[ -L "$l" ] || continue
+			rm "$l" || { echo "unlink $l"; rc=1; }
+		done
+		rmdir "$d" || { echo "rmdir $d"; rc=1; }
+	done
+	return $rc
+}
+
+# unload_lio FABRIC...: unload the fabric modules FABRIC (ib_srpt,
+# iscsi_target_mod), then the backends that target_core_mod loads at the
+# first backstore (target_core_{iblock,file,pscsi,user}: they hold it),
+# then target_core_mod, each given 30 s (a fabric's sessions go in work
+# items); a built-in module (no initstate) stays. Says which stayed.
+unload_lio() {
+	local m
+	for m in "$@" target_core_iblock target_core_file target_core_pscsi \
+		target_core_user target_core_mod; do
+		[ -e "/sys/module/$m/initstate" ] || continue
+		wait_for 30 modprobe -r "$m" 2>/dev/null && continue
+		echo "$m stays: refcount $(cat "/sys/module/$m/refcnt" 2>&1)," \
+			"holders $(ls "/sys/module/$m/holders" 2>&1)"
+		return 1
+	done
+}
+
+# --- iSER: LIO's iSCSI target with an iSER portal (ib_isert), and
+# open-iscsi's initiator over an iser iface (ib_iser) ------------------
+
+# iser_target IQN BACKSTORE ADDR: LIO's iSCSI target IQN, its tpgt_1 with
+# LUN 0 on BACKSTORE (a configfs path), in demo mode (any initiator, no
+# CHAP, writable), a portal on ADDR:3260 with iSER on (ib_isert's rdma_cm
+# listener), enabled last. Says what failed.
+iser_target() {
+	local tpg=/sys/kernel/config/target/iscsi/$1/tpgt_1 np a
+	np=$tpg/np/$3:3260
+	mkdir -p "$tpg/lun/lun_0" || { echo "iSCSI target $1, tpgt_1, lun_0"; return 1; }
+	ln -s "$2" "$tpg/lun/lun_0/${2##*/}" ||
+		{ echo "map the backstore $2 to lun_0 of $1"; return 1; }
+	mkdir "$np" || { echo "portal $3:3260 (dmesg: $(dmesg | tail -3))"; return 1; }
+	echo 1 > "$np/iser" ||
+		{ echo "iSER on portal $3:3260 (dmesg: $(dmesg | tail -3))"; return 1; }
+	[ "$(cat "$np/iser")" = 1 ] || { echo "the portal's iser attribute:" \
+		"expected '1', got '$(cat "$np/iser")'"; return 1; }
+	for a in generate_node_acls=1 cache_dynamic_acls=1 authentication=0 \
+		demo_mode_write_protect=0; do
+		echo "${a#*=}" > "$tpg/attrib/${a%=*}" ||
+			{ echo "tpgt_1 attribute $a"; return 1; }
+	done
+	echo 1 > "$tpg/enable" || { echo "enable tpgt_1 of $1"; return 1; }
+}
+# iser_portal_renew IQN ADDR: iSER off and on again on the portal
+# ADDR:3260: ib_isert's listener goes with its RDMA device
+# (RDMA_CM_EVENT_DEVICE_REMOVAL) and does not come back with a new one
+iser_portal_renew() {
+	local np=/sys/kernel/config/target/iscsi/$1/tpgt_1/np/$2:3260
+	echo 0 > "$np/iser" && echo 1 > "$np/iser" && return 0
+	echo "iSER off and on at $2:3260 (dmesg: $(dmesg | tail -3))"
+	return 1
+}
+# iser_target_remove IQN ADDR: remove what iser_target made, in reverse
+# (the backstore stays); fails if a step that had something to remove
+# failed
+iser_target_remove() {
+	local iscsi=/sys/kernel/config/target/iscsi rc=0 tpg np
+	tpg=$iscsi/$1/tpgt_1 np=$iscsi/$1/tpgt_1/np/$2:3260
+	if [ -e "$np/iser" ] && [ "$(cat "$np/iser")" = 1 ]; then
+		echo 0 > "$np/iser" || { echo "iSER off at $2:3260"; rc=1; }
+	fi
+	if [ -e "$tpg/enable" ] && [ "$(cat "$tpg/enable")" = 1 ]; then
+		echo 0 > "$tpg/enable" || { echo "disable $tpg"; rc=1; }
+	fi
+	configfs_rm "$tpg/lun/lun_0" "$np" "$tpg" "$iscsi/$1" $iscsi || rc=1
+	return $rc
+}
+
+# need_iscsi_tools: open-iscsi's programs, and /etc/iscsi for
+# iscsi_initiator to bind over, are here (else the case fails)
+need_iscsi_tools() {
+	local c
+	for c in iscsid iscsiadm; do
+		command -v $c >/dev/null || fail "no $c (open-iscsi on the host)"
+	done
+	[ -d /etc/iscsi ] || fail "no /etc/iscsi to bind over (open-iscsi)"
+}
+
+# iscsi_initiator ETC NAME LOG [REPLACEMENT]: open-iscsi's initiator NAME
+# with its database in ETC (made here) bound over /etc/iscsi (read-only
+# here; the path is compiled in), and iscsid running, its output in LOG,
+# its pid in $iscsid_pid. A session is held in recovery REPLACEMENT s
+# (tmo 20 unless given) before its I/O fails; a NOP-Out goes every 5 s
+# and must be answered within 10 (stretched by tmo). No iscsid.startup
+# line: iscsiadm never tries systemctl. iscsid runs in a session of its
+# own: its shutdown sends SIGTERM to its whole process group (killpg),
+# which would otherwise be the caller's. Says what failed.
+iscsi_initiator() {
+	local etc=$1
+	mkdir -p "$etc/nodes" "$etc/send_targets" "$etc/ifaces" /run/lock/iscsi
+	echo "InitiatorName=$2" > "$etc/initiatorname.iscsi"
+	cat > "$etc/iscsid.conf" <<-EOF
+	node.startup = manual
+	node.session.auth.authmethod = None
+	node.session.timeo.replacement_timeout = ${4:-$(tmo 20)}
+	node.conn[0].timeo.login_timeout = $(tmo 15)
+	node.conn[0].timeo.logout_timeout = $(tmo 15)
+	node.conn[0].timeo.noop_out_interval = $(tmo 5)
+	node.conn[0].timeo.noop_out_timeout = $(tmo 10)
+	node.session.initial_login_retry_max = 2
+	node.session.scan = auto
+	EOF
+	mount --bind "$etc" /etc/iscsi || { echo "bind $etc over /etc/iscsi"; return 1; }
+	setsid iscsid -f < /dev/null > "$3" 2>&1 &
+	iscsid_pid=$!
+	wait_for 10 iscsid_ready || { echo "iscsid did not start ($(iscsi_log "$3"))"; return 1; }
+}
+iscsid_ready() { grep -q '@ISCSIADM_ABSTRACT_NAMESPACE' /proc/net/unix; }
+# iscsi_log LOG: iscsid's last lines (its output is LOG) and the kernel's
+iscsi_log() { echo "iscsid: $(tail -5 "$1" 2>/dev/null);" \
+	"dmesg: $(dmesg | tail -8)"; }
+# iscsid_stop: stop iscsid_pid's iscsid, given 30 s before SIGKILL
+iscsid_stop() {
+	[ -n "${iscsid_pid:-}" ] || return 0
+	kill "$iscsid_pid" 2>/dev/null
+	timeout 30 tail --pid="$iscsid_pid" -f /dev/null ||
+		kill -9 "$iscsid_pid" 2>/dev/null
+	wait "$iscsid_pid" 2>/dev/null
+	iscsid_pid=
+}
+
+# iser_iface IFACE: open-iscsi's iface IFACE, over the iser transport
+iser_iface() {
+	local tn
+	iscsiadm -m iface -I "$1" -o new >/dev/null ||
+		{ echo "iscsiadm: new iface $1"; return 1; }
+	iscsiadm -m iface -I "$1" -o update -n iface.transport_name -v iser \
+		>/dev/null || { echo "iscsiadm: iface $1 to transport iser"; return 1; }
+	tn=$(iscsiadm -m iface -I "$1" | awk '$1 == "iface.transport_name" { print $3 }')
+	[ "$tn" = iser ] ||
+		{ echo "transport of iface $1: expected 'iser', got '$tn'"; return 1; }
+}
+# iser_discover IQN ADDR IFACE: SendTargets discovery of ADDR:3260 over
+# IFACE lists IQN there, in portal group 1
+iser_discover() {
+	local out
+	out=$(timeout "$(tmo 60)" iscsiadm -m discovery -t sendtargets \
+		-p "$2:3260" -I "$3" 2>&1) ||
+		{ echo "SendTargets discovery of $2:3260 over iSER: $out"; return 1; }
+	grep -qx "$2:3260,1 $1" <<<"$out" || { echo "discovery of $2:3260:" \
+		"expected '$2:3260,1 $1', got '$out'"; return 1; }
+}
+# iser_login IQN ADDR IFACE: log in to IQN at ADDR:3260 over IFACE; the
+# session's transport is iser and its SCSI host's driver iscsi_iser
+iser_login() {
+	local out s h
+	out=$(timeout "$(tmo 120)" iscsiadm -m node -T "$1" -p "$2:3260" \
+		-I "$3" --login 2>&1) || { echo "iSER login to $1: $out"; return 1; }
+	out=$(iscsiadm -m session 2>&1)
+	grep -qx "iser: \[[0-9]*\] $2:3260,1 $1 (non-flash)" <<<"$out" ||
+		{ echo "iscsiadm -m session: no iser session to $1 in '$out'"; return 1; }
+	grep -q 'Iface Transport: iser$' <<<"$(iscsiadm -m session -P 1)" ||
+		{ echo "iscsiadm -m session -P 1 has no 'Iface Transport: iser':" \
+			"$(iscsiadm -m session -P 1)"; return 1; }
+	s=$(iscsi_session "$1") || { echo "no session of $1 in sysfs"; return 1; }
+	h=$(basename "$(dirname "$(readlink -f "$s/device")")")
+	[ "$(cat "/sys/class/scsi_host/$h/proc_name")" = iscsi_iser ] ||
+		{ echo "SCSI host driver of the session: expected iscsi_iser," \
+			"got '$(cat "/sys/class/scsi_host/$h/proc_name")'"; return 1; }
+}
+# iser_logout IQN ADDR IFACE: log out of IQN at ADDR:3260; its session
+# goes
+iser_logout() {
+	local out
+	out=$(timeout "$(tmo 60)" iscsiadm -m node -T "$1" -p "$2:3260" \
+		-I "$3" --logout 2>&1) || { echo "iSER logout of $1: $out"; return 1; }
+	wait_for 30 iscsi_no_session "$1" ||
+		{ echo "the session of $1 is still there 30 s after logout"; return 1; }
+}
+# iscsi_session IQN: the sysfs directory of the session to IQN
+iscsi_session() { sysfs_first targetname "$1" /sys/class/iscsi_session/session*; }
+iscsi_no_session() { ! iscsi_session "$1" >/dev/null; }
+# iscsi_session_is IQN STATE: the session to IQN is in STATE (LOGGED_IN,
+# FAILED while in recovery)
+iscsi_session_is() {
+	local s
+	s=$(iscsi_session "$1") && [ "$(cat "$s/state" 2>/dev/null)" = "$2" ]
+}
+# iscsi_disk IQN: the block device of LUN 0 of the session to IQN (no
+# udevd: found through /sys)
+iscsi_disk() {
+	local s b
+	s=$(iscsi_session "$1") || return 1
+	for b in "$s"/device/target*/*:0/block/*; do
+		[ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+iscsi_disk_there() { iscsi_disk "$1" >/dev/null; }
