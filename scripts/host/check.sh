@@ -383,7 +383,7 @@ kernel_clients="nfs_rdma|nvme_rdma_fs|iser|srp|rds_rdma|ulp_link_fault"
 vlan_ss=
 [ -n "${SROCE_KERNEL:-}" ] && vlan_ss=vlan
 pair_suite sroce-sroce sroce interop loss hostile faults ulp $vlan_ss
-pair_suite sroce-rxe rxe interop loss ulp ulp_nfs ulp_srp vlan
+pair_suite sroce-rxe rxe interop loss ulp ulp_nfs ulp_srp ulp_iser vlan
 vm_suite "$@"
 # The one-VM suite on other kernels: sroce.ko built for each into
 # build/ko/RELEASE/, where the VM's runner finds it (tests/lib.sh).

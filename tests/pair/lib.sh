@@ -206,10 +206,33 @@ ulp_both_ways() {
 		test "$sent" -ge "$least"
 }
 
+# ulp_disk_io DISK: a disk of 64 MiB whose first half holds pattern 1
+# (a SCSI target's LUN as tests/pair/ulp_srp.sh and ulp_iser.sh make it):
+# pattern 1 read from its first half, pattern 2 written to its second
+# and read back, all O_DIRECT
+ulp_disk_io() {
+	local size half=$((32 * 1024 * 1024))
+	size=$(blockdev --getsize64 "$1")
+	[ "$size" = $((2 * half)) ] ||
+		{ echo "size of $1: expected $((2 * half)), got $size"; return 1; }
+	[ "$(dd if="$1" bs=1M count=32 iflag=direct status=none |
+		sha256sum)" = "$(pattern 1 $half | sha256sum)" ] || {
+		explain "the first 32 MiB of $1 are not the target's pattern"
+		return 1; }
+	pattern 2 $half | dd of="$1" bs=1M seek=32 oflag=direct \
+		iflag=fullblock status=none ||
+		{ explain "write the second 32 MiB of $1"; return 1; }
+	[ "$(dd if="$1" bs=1M skip=32 count=32 iflag=direct status=none |
+		sha256sum)" = "$(pattern 2 $half | sha256sum)" ] || {
+		explain "the second 32 MiB read back from $1 are not what" \
+			"was written"; return 1; }
+}
+
 # export_ulp_helpers: export the functions above and those of tests/lib.sh
 # they use, for the steps' own bash
 export_ulp_helpers() {
 	export -f pattern kernel_qps qps_above qps_at peer_session explain \
 		ulp_counts counts_are back_to wait_for tmo kernel_objects \
-		res_lines kernel_counts kernel_listing ulp_objects unload_module
+		res_lines kernel_counts kernel_listing ulp_objects unload_module \
+		ulp_disk_io
 }

@@ -171,27 +171,7 @@ srp_serve() {
 	return $rc
 }
 
-# srp_io DISK: pattern 1 read from its first half, pattern 2 written to
-# its second and read back, all O_DIRECT
-srp_io() {
-	local size
-	size=$(blockdev --getsize64 "$1")
-	[ "$size" = $((2 * half)) ] ||
-		{ echo "size of $1: expected $((2 * half)), got $size"; return 1; }
-	[ "$(dd if="$1" bs=1M count=32 iflag=direct status=none |
-		sha256sum)" = "$(pattern 1 $half | sha256sum)" ] || {
-		explain "the first 32 MiB of $1 are not the target's pattern"
-		return 1; }
-	pattern 2 $half | dd of="$1" bs=1M seek=32 oflag=direct \
-		iflag=fullblock status=none ||
-		{ explain "write the second 32 MiB of $1"; return 1; }
-	[ "$(dd if="$1" bs=1M skip=32 count=32 iflag=direct status=none |
-		sha256sum)" = "$(pattern 2 $half | sha256sum)" ] || {
-		explain "the second 32 MiB read back from $1 are not what" \
-			"was written"; return 1; }
-}
-
-# srp_client TARGET: log in to ib_srpt at TARGET, srp_io, log out, unload
+# srp_client TARGET: log in to ib_srpt at TARGET, ulp_disk_io, log out, unload
 # the initiator and require the device's kernel objects as they were
 srp_client() {
 	local t=$1 base rc=0 out end host n p login
@@ -222,7 +202,7 @@ srp_client() {
 				"login (SCSI hosts: $(ls /sys/class/scsi_host))"
 			rc=1
 		else
-			srp_io "$(srp_disk "$dev")" || rc=1
+			ulp_disk_io "$(srp_disk "$dev")" || rc=1
 		fi
 	fi
 	# Log out: delete the remote port of every login on $dev.
@@ -244,7 +224,7 @@ srp_client() {
 }
 export_ulp_helpers
 export -f srp_tpg srp_acls lio_unload srpt_start srpt_stop srp_serve \
-	srp_shost srp_disk srp_disk_there srp_no_shost srp_io srp_client
+	srp_shost srp_disk srp_disk_there srp_no_shost srp_client
 
 # The initiator waits for the target itself.
 STEP_LIMIT=300 STEP_TRIES=1
