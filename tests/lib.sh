@@ -418,6 +418,113 @@ srp_disk() {
 }
 srp_disk_there() { srp_disk "$1" >/dev/null; }
 srp_no_shost() { ! srp_shost "$1" >/dev/null; }
+# srp_login IBDEV LOGIN: ib_srp's add_target on IBDEV's port 1 with the
+# login string LOGIN (refused until the target listens, and with EEXIST
+# while a target just deleted is still on ib_srp's list: callers retry)
+srp_login() { echo "$2" > "/sys/class/infiniband_srp/srp-$1-1/add_target"; }
+# srp_logout IBDEV: delete the remote port of ib_srp's login on IBDEV and
+# wait until its SCSI host has gone; says what did not happen
+srp_logout() {
+	local n p rc=0
+	n=$(srp_shost "$1") || return 0
+	for p in /sys/class/srp_remote_ports/port-"$n":*; do
+		echo 1 > "$p/delete" || { echo "delete the remote port $p"; rc=1; }
+	done
+	wait_for 30 srp_no_shost "$1" || { echo "SCSI host $n of $1 still" \
+		"there 30 s after its remote port was deleted"; rc=1; }
+	return $rc
+}
+
+# srp_down IBDEV: ib_srp's login on IBDEV logged out (srp_logout), then
+# ib_srp unloaded, given 30 s for its references to go, and
+# scsi_transport_srp; says what stayed
+srp_down() {
+	srp_logout "$1" || return 1
+	wait_for 30 modprobe -r ib_srp 2>/dev/null || { echo "ib_srp stays:" \
+		"refcount $(cat /sys/module/ib_srp/refcnt 2>&1)"; return 1; }
+	modprobe -r scsi_transport_srp ||
+		{ echo "modprobe -r scsi_transport_srp"; return 1; }
+}
+
+# srpt_listen PORT: ib_srpt's rdma_cm listener on PORT, set in configfs
+# (no rdma_cm_port module parameter on 6.1 and 6.12): a listener on every
+# RDMA device, a new one included. Says what failed.
+srpt_listen() {
+	local srpt=/sys/kernel/config/target/srpt
+	[ -d $srpt ] || mkdir $srpt ||
+		{ echo "mkdir $srpt (ib_srpt has not registered with LIO)"; return 1; }
+	[ -e $srpt/discovery_auth/rdma_cm_port ] || {
+		echo "no $srpt/discovery_auth/rdma_cm_port: ib_srpt without rdma_cm?"
+		return 1; }
+	echo "$1" > $srpt/discovery_auth/rdma_cm_port || { echo "ib_srpt's" \
+		"rdma_cm listener on port $1 (dmesg: $(dmesg | tail -3))"; return 1; }
+}
+# srpt_close: ib_srpt's listener closed and its configfs directory gone
+srpt_close() {
+	local srpt=/sys/kernel/config/target/srpt
+	[ -d $srpt ] || return 0
+	echo 0 > $srpt/discovery_auth/rdma_cm_port ||
+		{ echo "close ib_srpt's rdma_cm listener"; return 1; }
+	rmdir $srpt || { echo "rmdir $srpt"; return 1; }
+}
+# srpt_tpg IBDEV: tpgt_1 of ib_srpt's port 1 of IBDEV, named as ib_srpt
+# names it from GID 0 (fe80::X gives X as xxxx:xxxx:xxxx:xxxx; another
+# GID, 0x and its 32 digits)
+srpt_tpg() {
+	local gid name
+	gid=$(cat "/sys/class/infiniband/$1/ports/1/gids/0") || return 1
+	case $gid in
+	fe80:0000:0000:0000:*) name=${gid#fe80:0000:0000:0000:} ;;
+	*) name=0x${gid//:/} ;;
+	esac
+	echo "/sys/kernel/config/target/srpt/$name/tpgt_1"
+}
+# srpt_port IBDEV BACKSTORE ACL...: ib_srpt's port 1 of IBDEV, its tpgt_1
+# with LUN 0 on BACKSTORE (a configfs path) mapped for each ACL (the IPv4
+# address an rdma_cm login is known by), enabled. Says what failed.
+# Once only: a port it made goes with srpt_port_remove first.
+srpt_port() {
+	local tpg a
+	tpg=$(srpt_tpg "$1") || { echo "no GID 0 on $1"; return 1; }
+	mkdir -p "${tpg%/*/*}" || {
+		echo "mkdir ${tpg%/*/*} (ib_srpt has not registered with LIO)"
+		return 1; }
+	# ib_srpt names a new device's port again when GID 0 comes (ib_core
+	# adds it in a work item): until then it knows no such port.
+	wait_for 10 mkdir "${tpg%/*}" 2>/dev/null || { echo "ib_srpt has no" \
+		"port ${tpg%/*} (GID 0 $(cat "/sys/class/infiniband/$1/ports/1/gids/0");" \
+		"dmesg: $(dmesg | tail -3))"; return 1; }
+	if ! mkdir "$tpg" "$tpg/lun/lun_0" ||
+		! ln -s "$2" "$tpg/lun/lun_0/${2##*/}"; then
+		echo "LUN 0 of $tpg on $2"; return 1
+	fi
+	shift 2
+	for a in "$@"; do
+		if ! mkdir "$tpg/acls/$a" "$tpg/acls/$a/lun_0" ||
+			! ln -s "$tpg/lun/lun_0" "$tpg/acls/$a/lun_0/lun_0"; then
+			echo "the ACL $a of $tpg"; return 1
+		fi
+	done
+	echo 1 > "$tpg/enable" || { echo "enable $tpg"; return 1; }
+}
+# srpt_port_remove TPG: remove what srpt_port made, TPG being its
+# srpt_tpg, in reverse, every ACL included; the backstore stays. A port
+# whose device has gone stays in configfs (it holds ib_srpt's memory of
+# the port) and is removed the same way. Fails if a step that had
+# something to remove failed.
+srpt_port_remove() {
+	local tpg=$1 rc=0 a
+	if [ -e "$tpg/enable" ]; then
+		echo 0 > "$tpg/enable" || { echo "disable $tpg"; rc=1; }
+	fi
+	for a in "$tpg"/acls/*; do
+		configfs_rm "$a/lun_0" "$a" || rc=1
+	done
+	configfs_rm "$tpg/lun/lun_0" "$tpg" "${tpg%/*}" || rc=1
+	return $rc
+}
+# srpt_down TPG: srpt_port_remove TPG, then srpt_close
+srpt_down() { srpt_port_remove "$1" && srpt_close; }
 
 # nvme_ns_dev NQN: the block device of subsystem NQN's namespace (the
 # multipath head's or the controller's; not the hidden per-path nvmeXcYnZ)

@@ -44,16 +44,9 @@ cleanup() {
 	done 2>/dev/null
 	sleep 1
 	modprobe -r ib_srp scsi_transport_srp 2>/dev/null
-	if [ -n "${tpg:-}" ]; then
-		echo 0 > "$tpg/enable"
-		rm -f "$acl/lun_0/lun_0"
-		rmdir "$acl/lun_0" "$acl"
-		rm -f "$tpg/lun/lun_0/ramdisk0"
-		rmdir "$tpg/lun/lun_0" "$tpg" "$wwn"
-	fi 2>/dev/null
-	[ -e $cfg/srpt/discovery_auth/rdma_cm_port ] &&
-		echo 0 > $cfg/srpt/discovery_auth/rdma_cm_port
-	rmdir $cfg/srpt $rd $cfg/core/rd_mcp_0 2>/dev/null
+	[ -n "${tpg:-}" ] && srpt_port_remove "$tpg" >/dev/null 2>&1
+	srpt_close >/dev/null 2>&1
+	rmdir $rd $cfg/core/rd_mcp_0 2>/dev/null
 	for m in ib_srpt $backends target_core_mod; do
 		[ -d "/sys/module/$m" ] && modprobe -r "$m" 2>/dev/null
 	done
@@ -85,33 +78,14 @@ mkdir -p $rd || fail "mkdir $rd"
 echo rd_pages=32768 > $rd/control || fail "rd_mcp control"
 echo 1 > $rd/enable || fail "enable the rd_mcp device (dmesg: $(dmesg | tail -3))"
 
-mkdir $cfg/srpt || fail "mkdir $cfg/srpt (ib_srpt did not register its fabric)"
-[ -e $cfg/srpt/discovery_auth/rdma_cm_port ] ||
-	fail "no $cfg/srpt/discovery_auth/rdma_cm_port: ib_srpt without rdma_cm?"
-echo $cm_port > $cfg/srpt/discovery_auth/rdma_cm_port ||
-	fail "ib_srpt cannot listen on rdma_cm port $cm_port (dmesg: $(dmesg | tail -3))"
+srpt_listen $cm_port || fail "ib_srpt's listener"
 expect_eq "ib_srpt's rdma_cm port" $cm_port \
 	"$(cat $cfg/srpt/discovery_auth/rdma_cm_port)"
 
-# The target port is named after sroce0's GID 0, as ib_srpt named it.
-gid=$(cat /sys/class/infiniband/sroce0/ports/1/gids/0)
-case $gid in
-fe80:0000:0000:0000:*) port_name=${gid#fe80:0000:0000:0000:} ;;
-*) port_name=0x${gid//:/} ;;
-esac
-wwn=$cfg/srpt/$port_name
-mkdir "$wwn" ||
-	fail "ib_srpt has no port $port_name (GID 0 $gid; dmesg: $(dmesg | tail -3))"
-tpg=$wwn/tpgt_1
-mkdir "$tpg" || fail "mkdir $tpg"
-mkdir "$tpg/lun/lun_0" || fail "mkdir $tpg/lun/lun_0"
-ln -s $rd "$tpg/lun/lun_0/ramdisk0" || fail "link the ramdisk into lun_0"
-# An rdma_cm login is known to a port named by GUID by its IP address.
-acl=$tpg/acls/$ip
-mkdir "$acl" || fail "mkdir the ACL $acl"
-mkdir "$acl/lun_0" || fail "mkdir $acl/lun_0"
-ln -s "$tpg/lun/lun_0" "$acl/lun_0/lun_0" || fail "map lun_0 in the ACL"
-echo 1 > "$tpg/enable" || fail "enable $tpg"
+# The target port is named after sroce0's GID 0, as ib_srpt named it; an
+# rdma_cm login is known to a port named by GUID by its IP address.
+tpg=$(srpt_tpg sroce0)
+srpt_port sroce0 $rd "$ip" || fail "ib_srpt's port on sroce0"
 guid=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
 [ "$guid" != 0x0000000000000000 ] || fail "ib_srpt's service GUID is 0"
 expect_eq "ib_srpt PDs on sroce0" 1 "$(pds_of ib_srpt)"
@@ -121,14 +95,13 @@ modprobe ib_srp || fail "modprobe ib_srp"
 host=/sys/class/infiniband_srp/srp-sroce0-1
 [ -e $host/add_target ] || fail "no $host/add_target after modprobe ib_srp"
 login="id_ext=$guid,ioc_guid=$guid,dest=$ip:$cm_port,src=$ip"
-srp_login() { echo "$login" > $host/add_target; } 2>/dev/null
 
 # payload bytes sroce0 sent since the last `mark`
 mark() { sent0=$(port_counter sent_bytes); }
 sent_since() { echo $(( $(port_counter sent_bytes) - ${sent0:?} )); }
 
 mark
-srp_login || fail "ib_srp login '$login' refused (dmesg: $(dmesg | tail -5))"
+srp_login sroce0 "$login" || fail "ib_srp login '$login' refused (dmesg: $(dmesg | tail -5))"
 wait_for 30 srp_disk_there sroce0 ||
 	fail "no LIO-ORG disk on an SRP host of sroce0 after login (hosts: $(ls /sys/class/scsi_host))"
 disk=$(srp_disk sroce0)
@@ -180,7 +153,7 @@ wait_for 30 srp_no_shost sroce0 || fail "SCSI host $n still there 30 s after the
 
 # Log in again: the old target leaves ib_srp's list a little after its
 # SCSI host (add_target says EEXIST until then).
-wait_for 30 srp_login ||
+wait_for 30 srp_login sroce0 "$login" 2>/dev/null ||
 	fail "second login refused for 30 s (dmesg: $(dmesg | tail -5))"
 wait_for 30 srp_disk_there sroce0 || fail "no LIO-ORG disk after the second login"
 disk=$(srp_disk sroce0)
@@ -190,31 +163,13 @@ expect_eq "sha256 of the 64 MiB read after logging in again" "$want" "$got"
 
 # Teardown, each step checked: log out, unload the initiator, take the
 # configfs tree down in the reverse order of its making, unload the target.
-for p in /sys/class/srp_remote_ports/port-*; do
-	[ -e "$p/delete" ] && echo 1 > "$p/delete"
-done
-wait_for 30 srp_no_shost sroce0 || fail "an SRP host of sroce0 is still there 30 s after the logout"
-wait_for 30 modprobe -r ib_srp ||
-	fail "modprobe -r ib_srp (refcount $(cat /sys/module/ib_srp/refcnt 2>/dev/null))"
-modprobe -r scsi_transport_srp || fail "modprobe -r scsi_transport_srp"
-echo 0 > "$tpg/enable" || fail "disable $tpg"
-rm "$acl/lun_0/lun_0" && rmdir "$acl/lun_0" "$acl" || fail "remove the ACL $acl"
-rm "$tpg/lun/lun_0/ramdisk0" && rmdir "$tpg/lun/lun_0" ||
-	fail "remove lun_0 of $tpg"
-rmdir "$tpg" "$wwn" || fail "rmdir $tpg $wwn"
+srp_down sroce0 || fail "the initiator's teardown"
+srpt_down "$tpg" || fail "the target's teardown"
 tpg=
-echo 0 > $cfg/srpt/discovery_auth/rdma_cm_port || fail "stop ib_srpt's rdma_cm listener"
-rmdir $cfg/srpt || fail "rmdir $cfg/srpt"
 rmdir $rd $cfg/core/rd_mcp_0 || fail "remove the ramdisk $rd"
-wait_for 30 modprobe -r ib_srpt ||
-	fail "modprobe -r ib_srpt (refcount $(cat /sys/module/ib_srpt/refcnt 2>/dev/null))"
 # The first backstore made target_core_mod load every backend it knows
 # (transport_subsystem_check_init); they hold it.
-for m in $backends; do
-	[ -d "/sys/module/$m" ] || continue
-	modprobe -r "$m" || fail "modprobe -r $m"
-done
-modprobe -r target_core_mod || fail "modprobe -r target_core_mod"
+unload_lio ib_srpt || fail "unload LIO"
 
 # sroce0 has what it had before: ib_mad's objects, nothing of SRP's.
 ulp_base_check "after unloading SRP"

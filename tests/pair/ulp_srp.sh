@@ -40,35 +40,17 @@ busybox ping -c 2 -W 10 "$PEER4" >/dev/null
 srp_guid=0x5e5e5e5e00000035	# ib_srpt's service GUID: id_ext, ioc_guid
 srp_port=5555			# ib_srpt's rdma_cm port
 srp_img=/tmp/pair-srp.img	# the LUN's file
-lio=/sys/kernel/config/target
-srp_bs=$lio/core/fileio_0/pair	# its backstore
+srp_bs=/sys/kernel/config/target/core/fileio_0/pair	# its backstore
 half=$((32 * 1024 * 1024))
-export dev srp_guid srp_port srp_img lio srp_bs half
+export dev srp_guid srp_port srp_img srp_bs half
 
-# srp_tpg: the target port group under the port ib_srpt named after GID 0
-srp_tpg() {
-	local gid
-	gid=$(cat "/sys/class/infiniband/$dev/ports/1/gids/0")
-	echo "$lio/srpt/${gid:20}/tpgt_1"
-}
 # srp_acls: the ACL an rdma_cm login is known by (see above)
 srp_acls() { echo "$MY4"; }
-# lio_unload: ib_srpt, the backends LIO loaded itself, LIO
-lio_unload() {
-	local m
-	for m in ib_srpt target_core_iblock target_core_file \
-		target_core_pscsi target_core_user target_core_mod; do
-		wait_for 30 unload_module $m 2>/dev/null || {
-			explain "$m stays: refcount" \
-				"$(cat /sys/module/$m/refcnt 2>&1), holders" \
-				"$(ls /sys/module/$m/holders 2>&1)"; return 1; }
-	done
-}
 
 # srpt_start: LUN 0 of ib_srpt's port on $dev, the file $srp_img with
 # pattern 1 in its first half, for the initiator $PEER4
 srpt_start() {
-	local tpg a got
+	local got
 	modprobe -a target_core_mod target_core_file ||
 		{ explain "modprobe target_core_mod target_core_file"; return 1; }
 	modprobe ib_srpt srpt_service_guid=$srp_guid ||
@@ -76,65 +58,24 @@ srpt_start() {
 	got=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
 	[ "$got" = $srp_guid ] || { echo "ib_srpt's service GUID:" \
 		"expected $srp_guid, got $got (loaded before?)"; return 1; }
-	mountpoint -q /sys/kernel/config ||
-		mount -t configfs none /sys/kernel/config
 	{ pattern 1 $half; head -c $half /dev/zero; } > $srp_img ||
 		{ echo "write $srp_img"; return 1; }
-	if ! mkdir -p $srp_bs ||
-		! echo "fd_dev_name=$srp_img,fd_dev_size=$((2 * half))" > $srp_bs/control ||
-		! echo 1 > $srp_bs/enable; then
-		explain "the fileio backstore $srp_bs on $srp_img"; return 1
-	fi
-	mkdir $lio/srpt ||
-		{ explain "mkdir $lio/srpt (ib_srpt has not registered with LIO)"; return 1; }
-	tpg=$(srp_tpg)
-	mkdir "${tpg%/*}" || { explain "ib_srpt has no port ${tpg%/*}" \
-		"(GID 0 $(cat "/sys/class/infiniband/$dev/ports/1/gids/0"))"; return 1; }
-	if ! mkdir "$tpg" "$tpg/lun/lun_0" ||
-		! ln -s $srp_bs "$tpg/lun/lun_0/pair"; then
-		explain "LUN 0 of $tpg"; return 1
-	fi
-	for a in $(srp_acls); do
-		if ! mkdir "$tpg/acls/$a" "$tpg/acls/$a/lun_0" ||
-			! ln -s "$tpg/lun/lun_0" "$tpg/acls/$a/lun_0/lun_0"; then
-			explain "the ACL $a of $tpg"; return 1
-		fi
-	done
-	echo 1 > "$tpg/enable" || { explain "enable $tpg"; return 1; }
+	lio_fileio pair $srp_img || return 1
+	# shellcheck disable=SC2046 # one word per ACL
+	srpt_port "$dev" $srp_bs $(srp_acls) ||
+		{ explain "ib_srpt's port on $dev"; return 1; }
 	# Last: a login that comes earlier is refused, not half taken.
-	echo $srp_port > $lio/srpt/discovery_auth/rdma_cm_port ||
-		{ explain "ib_srpt's rdma_cm listener on port $srp_port"; return 1; }
+	srpt_listen $srp_port || { explain "ib_srpt's listener"; return 1; }
 }
 
 # srpt_stop BASE: take down what srpt_start made, unload, and require
 # ulp_counts BASE
 srpt_stop() {
-	local rc=0 tpg a d
-	tpg=$(srp_tpg)
-	if [ -e "$tpg/enable" ]; then
-		echo 0 > "$tpg/enable" || { explain "disable $tpg"; rc=1; }
-	fi
-	for a in $(srp_acls); do
-		[ -d "$tpg/acls/$a" ] || continue
-		rm -f "$tpg/acls/$a/lun_0/lun_0"
-		rmdir "$tpg/acls/$a/lun_0" "$tpg/acls/$a" ||
-			{ explain "remove the ACL $a"; rc=1; }
-	done
-	rm -f "$tpg/lun/lun_0/pair"
-	for d in "$tpg/lun/lun_0" "$tpg" "${tpg%/*}"; do
-		[ -d "$d" ] || continue
-		rmdir "$d" || { explain "rmdir $d"; rc=1; }
-	done
-	if [ -d $lio/srpt ]; then
-		echo 0 > $lio/srpt/discovery_auth/rdma_cm_port ||
-			{ explain "close ib_srpt's listener"; rc=1; }
-		rmdir $lio/srpt || { explain "rmdir $lio/srpt"; rc=1; }
-	fi
-	for d in $srp_bs ${srp_bs%/*}; do
-		[ -d "$d" ] || continue
-		rmdir "$d" || { explain "rmdir $d"; rc=1; }
-	done
-	lio_unload || rc=1
+	local rc=0
+	srpt_port_remove "$(srpt_tpg "$dev")" || rc=1
+	srpt_close || rc=1
+	lio_fileio_remove pair || rc=1
+	unload_lio ib_srpt || { explain "LIO's modules"; rc=1; }
 	back_to ulp_counts "$1" || rc=1
 	rm -f $srp_img
 	return $rc
@@ -152,7 +93,7 @@ srp_serve() {
 	# The initiator's channels are kernel QPs of ib_srpt here.
 	srpt_start && peer_session "$qps" || rc=1
 	if [ $rc = 0 ]; then
-		tpg=$(srp_tpg)
+		tpg=$(srpt_tpg "$dev")
 		for a in $(srp_acls); do
 			r=$(cat "$tpg/acls/$a/lun_0/statistics/scsi_auth_intr/read_mbytes")
 			w=$(cat "$tpg/acls/$a/lun_0/statistics/scsi_auth_intr/write_mbytes")
@@ -174,7 +115,7 @@ srp_serve() {
 # srp_client TARGET: log in to ib_srpt at TARGET, ulp_disk_io, log out, unload
 # the initiator and require the device's kernel objects as they were
 srp_client() {
-	local t=$1 base rc=0 out end host n p login
+	local t=$1 base rc=0 out end host login
 	base=$(ulp_counts "$dev")
 	case $base in *'?'*)
 		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
@@ -205,15 +146,8 @@ srp_client() {
 			ulp_disk_io "$(srp_disk "$dev")" || rc=1
 		fi
 	fi
-	# Log out: delete the remote port of every login on $dev.
-	if n=$(srp_shost "$dev"); then
-		for p in /sys/class/srp_remote_ports/port-"$n":*; do
-			echo 1 > "$p/delete" ||
-				{ explain "delete the remote port $p"; rc=1; }
-		done
-		wait_for 30 srp_no_shost "$dev" || { explain "SCSI host $n of $dev" \
-			"still there 30 s after its remote port was deleted"; rc=1; }
-	fi
+	# Log out: delete the remote port of the login on $dev.
+	srp_logout "$dev" || { explain "log out"; rc=1; }
 	if ! wait_for 30 unload_module ib_srp 2>/dev/null ||
 		! unload_module scsi_transport_srp; then
 		explain "ib_srp stays: refcount $(cat /sys/module/ib_srp/refcnt 2>&1)"
@@ -223,8 +157,10 @@ srp_client() {
 	return $rc
 }
 export_ulp_helpers
-export -f srp_tpg srp_acls lio_unload srpt_start srpt_stop srp_serve \
-	srp_shost srp_disk srp_disk_there srp_no_shost srp_client
+export -f srp_acls srpt_start srpt_stop srp_serve srp_shost srp_disk \
+	srp_disk_there srp_no_shost srp_client lio_fileio lio_fileio_remove \
+	configfs_rm unload_lio srpt_listen srpt_close srpt_tpg srpt_port \
+	srpt_port_remove srp_logout
 
 # The initiator waits for the target itself.
 STEP_LIMIT=300 STEP_TRIES=1
