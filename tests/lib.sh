@@ -814,3 +814,237 @@ iscsi_disk() {
 	return 1
 }
 iscsi_disk_there() { iscsi_disk "$1" >/dev/null; }
+
+# --- A writer under link faults (ulp_link_fault.sh and
+# ulp_link_fault_scsi.sh) ------------------------------------------------
+# Write i puts slice i % slices of pattern (i / slices) % 2 at the same
+# offset of a file or disk, O_DIRECT, again and again, so that a lost or
+# misplaced write shows; the writes that completed are counted.
+
+note() { echo "note: $*"; }
+klog() { # the kernel log: the runner's stream if there is one (no wrap)
+	if [ -n "${SROCE_KMSG:-}" ]; then cat "$SROCE_KMSG"; else dmesg; fi
+}
+sroce0_port() { cat /sys/class/infiniband/sroce0/ports/1/state 2>&1; }
+sroce0_port_is() { [[ $(sroce0_port) == *": $1" ]]; }
+sroce0_sent() { local b; b=$(port_counter sent_bytes); echo "${b:-0}"; }
+cm_ids() { # PORT: the rdma_cm IDs bound to it
+	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$1( |\$)"
+}
+
+# fault_init DIR: the writer's files in DIR (made): its two random
+# patterns of $slices slices of $smib MiB (4 of 4) and each slice's
+# SHA-256 in sums; $ip6s, eth0's global IPv6 addresses, which going down
+# removes (flap puts them back)
+fault_init() {
+	local p k
+	wr=$1 slices=4 smib=4 down_s=3 wpid='' del_pid=''
+	mkdir -p "$wr" || fail "mkdir $wr"
+	ip6s=$(ip -6 -o addr show dev eth0 scope global | awk '{ print $4 }')
+	sums=()
+	for p in a b; do
+		head -c $((slices * smib))M /dev/urandom > "$wr/$p"
+		for ((k = 0; k < slices; k++)); do
+			sums+=("$(slice_sum "$wr/$p" $k)")
+		done
+	done
+}
+# fault_cleanup: for a case's EXIT trap: the writer and its dd killed,
+# eth0 up with its IPv6 addresses, the writer's files gone
+fault_cleanup() {
+	local a
+	[ -n "${wr:-}" ] || return 0
+	touch "$wr/stop"
+	if [ -n "$wpid" ]; then	# a writer, and maybe its dd, still running
+		kill "$wpid" 2>/dev/null
+		[ -s "$wr/ddpid" ] && kill "$(cat "$wr/ddpid")" 2>/dev/null
+	fi
+	ip link set eth0 up
+	for a in $ip6s; do
+		ip -6 addr add "$a" dev eth0 nodad 2>/dev/null
+	done
+	rm -rf "$wr"
+}
+restore_ip6() { # eth0's global IPv6 addresses, which going down removed
+	local a
+	for a in $ip6s; do
+		ip -6 -o addr show dev eth0 | grep -qF " $a " ||
+			ip -6 addr add "$a" dev eth0 nodad
+	done
+}
+
+slice_sum() { # FILE K [DD_FLAG]: the SHA-256 of slice K of FILE
+	local s
+	s=$(timeout "$(tmo 60)" dd if="$1" bs=1M skip=$(($2 * smib)) \
+		count=$smib ${3:+"$3"} status=none | sha256sum)
+	echo "${s%% *}"
+}
+want_sum() { # N K: slice K's SHA-256 after writes 0..N-1 (N > K)
+	local j=$(($2 + ($1 - 1 - $2) / slices * slices))
+	echo "${sums[$((j / slices % 2 * slices + $2))]}"
+}
+# slices_verify WHAT FILE N SKIP [DD_FLAG]: after writes 0..N-1, every
+# slice of FILE but SKIP (-1: none) holds what the last write to it wrote
+slices_verify() {
+	local k bad=
+	for ((k = 0; k < slices; k++)); do
+		[ $k = "$4" ] && continue
+		[ "$(slice_sum "$2" $k "${5:-}")" = "$(want_sum "$3" $k)" ] ||
+			bad+=" $k"
+	done
+	[ -z "$bad" ] || fail "$1: $2 differs in slice(s)$bad from what the" \
+		"last of the $3 completed writes to each wrote"
+}
+slice_writer() { # FILE FIRST: writes FIRST, FIRST+1... until $wr/stop exists
+	local i=$2 k p pat=("$wr/a" "$wr/b")
+	until [ -e "$wr/stop" ]; do
+		k=$((i % slices)) p=$((i / slices % 2))
+		echo "$i" > "$wr/attempt"
+		# nocreat: once the disk has gone, dd must not make a file
+		# of its name in /dev, where the next disk could not appear
+		dd if="${pat[p]}" of="$1" bs=1M skip=$((k * smib)) \
+			seek=$((k * smib)) count=$smib oflag=direct \
+			conv=notrunc,nocreat status=none &
+		echo $! > "$wr/ddpid"
+		wait $! || return 1
+		i=$((i + 1))
+		echo $i > "$wr/count.new" && mv "$wr/count.new" "$wr/count"
+	done
+}
+writes() { local n; n=$(cat "$wr/count" 2>/dev/null); echo "${n:-0}"; }
+attempted() { cat "$wr/attempt"; } # the write under way, or the last one
+writer_start() { # FILE FIRST
+	rm -f "$wr/stop"
+	echo "$2" > "$wr/count"
+	slice_writer "$@" &
+	wpid=$!
+}
+writer_stop() { # the writer's status
+	local rc
+	touch "$wr/stop"
+	wait "$wpid"
+	rc=$?
+	wpid=
+	return $rc
+}
+writer_gone() { ! kill -0 "$wpid" 2>/dev/null; }
+# writer_busy FIRST: the writer completed a write since FIRST and sroce0
+# carries more than keep-alives and lease renewals now
+writer_busy() {
+	local s0
+	[ "$(writes)" -gt "$1" ] && ! writer_gone || return 1
+	s0=$(sroce0_sent)
+	sleep 0.5
+	[ $(($(sroce0_sent) - s0)) -ge 65536 ]
+}
+# writer_resumed AT: two writes since AT, every slice written once more
+# than the first pass, or the writer ended
+writer_resumed() {
+	local n
+	n=$(writes)
+	{ [ "$n" -ge $(($1 + 2)) ] && [ "$n" -gt $slices ]; } || writer_gone
+}
+
+# writer_under WHAT TARGET FIRST: the writer on TARGET from write FIRST,
+# once it has completed a write and sroce0 carries its data (a fault then
+# hits I/O in flight)
+writer_under() {
+	writer_start "$2" "$3"
+	wait_for 60 writer_busy "$3" || fail "$1: the writer to $2 completed" \
+		"no write with data moving on sroce0 in 60 s from write $3" \
+		"($(writes) done)"
+}
+# writes_go_on WHAT TARGET LIMIT FAULT [LOG]: two more writes within
+# LIMIT s (tmo) after FAULT, and the writer stops with no write failed,
+# else the output of the command LOG (dmesg_tail unless given) goes with
+# the failure; n: the writes done
+writes_go_on() {
+	local at
+	at=$(writes)
+	wait_for "$3" writer_resumed "$at" ||
+		fail "$1: writes stalled at $(writes) after $4 ($("${5:-dmesg_tail}"))"
+	writer_stop || fail "$1: write $(attempted) to $2 failed across $4" \
+		"($("${5:-dmesg_tail}"))"
+	n=$(writes)
+}
+dmesg_tail() { echo "dmesg: $(dmesg | tail -5)"; }
+# writes_fail WHAT TARGET GONE: the writer ends with an error within 60 s
+# (tmo) of GONE; n: the writes done, skip: the slice of the write that
+# failed, not to be checked
+# shellcheck disable=SC2034 # skip is the caller's
+writes_fail() {
+	local a
+	wait_for 60 writer_gone || fail "$1: the writer to $2 still runs" \
+		"$(tmo 60) s after $3: write $(attempted) hangs"
+	writer_stop && fail "$1: the writer ended without an error after $3"
+	n=$(writes) a=$(attempted) skip=-1
+	[ "$a" -lt "$n" ] || skip=$((a % slices))	# write $a failed
+}
+
+# fault_flap WHAT TARGET COPY [LOG]: eth0 down and up (flap) under the
+# writer on TARGET from write 0: no write may fail and the writes go on
+# (writes_go_on; LOG as there); then every slice checked on COPY, the
+# target's own file. n: the writes done.
+fault_flap() {
+	writer_under "$1" "$2" 0
+	flap "$1"
+	writes_go_on "$1" "$2" 60 "eth0 down and up" "${4:-dmesg_tail}"
+	slices_verify "$1: the target's copy after eth0 down and up" "$3" "$n" -1
+}
+# fault_delete WHAT TARGET: "rdma link delete sroce0" (link_delete) under
+# the writer on TARGET from write $n
+fault_delete() {
+	writer_under "$1" "$2" "$n"
+	link_delete "$1"
+}
+
+# flap WHAT: eth0 down for $down_s s, then up; the port follows
+flap() {
+	local s0 d0
+	ip link set eth0 down || fail "ip link set eth0 down"
+	wait_for 10 sroce0_port_is DOWN || fail "$1: sroce0 port 1 is" \
+		"'$(sroce0_port)' after eth0 went down, expected DOWN"
+	s0=$(sroce0_sent) d0=$(port_counter send_port_down)
+	sleep $down_s
+	note "$1: sroce0 sent $(($(sroce0_sent) - s0)) bytes and dropped" \
+		"$(($(port_counter send_port_down) - ${d0:-0})) packets" \
+		"(send_port_down) in the $down_s s eth0 was down"
+	ip link set eth0 up || fail "ip link set eth0 up"
+	wait_for 10 sroce0_port_is ACTIVE || fail "$1: sroce0 port 1 is" \
+		"'$(sroce0_port)' 10 s after eth0 came up, expected ACTIVE"
+	restore_ip6
+}
+
+# link_back: "rdma link add sroce0" on eth0 again, after link_delete,
+# once ib_core has given it eth0's IPv4 address as a GID (in a work item
+# after the device registers): the clients bind to that address
+link_back() {
+	local ip
+	ip=$(ipv4_of eth0)
+	link_add sroce0 eth0
+	wait_for 10 ipv4_gid_there sroce0 "$ip" ||
+		fail "sroce0 has no GID of $ip 10 s after rdma link add"
+}
+ipv4_gid_there() { # IBDEV ADDR: IBDEV's port 1 has the RoCE GID of ADDR
+	local gid
+	# shellcheck disable=SC2086 # the address's four bytes
+	gid=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	grep -qxF "$gid" "/sys/class/infiniband/$1/ports/1/gids/"* 2>/dev/null
+}
+
+# link_delete WHAT: rdma link delete sroce0, which must return in 60 s
+# (else the blocked tasks' stacks go to the kernel log)
+link_deleted() { ! kill -0 "$del_pid" 2>/dev/null; }
+link_delete() {
+	local t=$SECONDS
+	rdma link delete sroce0 &
+	del_pid=$!
+	if ! wait_for 60 link_deleted; then
+		echo w > /proc/sysrq-trigger
+		fail "$1: rdma link delete sroce0 still blocked after $(tmo 60) s" \
+			"in: $(tr '\n' ' ' < "/proc/$del_pid/stack")"
+	fi
+	wait "$del_pid" || fail "$1: rdma link delete sroce0 failed"
+	! ibdev_exists sroce0 || fail "$1: sroce0 still exists after rdma link delete"
+	note "$1: rdma link delete took $((SECONDS - t)) s"
+}

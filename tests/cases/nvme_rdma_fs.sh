@@ -41,9 +41,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-klog() { # the kernel log: the runner's stream if there is one (no wrap)
-	if [ -n "${SROCE_KMSG:-}" ]; then cat "$SROCE_KMSG"; else dmesg; fi
-}
 connect() {
 	local out
 	out=$(timeout "$(tmo 60)" nvme connect -t rdma -a "$ip" -s 4420 -n $nqn \

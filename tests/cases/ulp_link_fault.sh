@@ -75,26 +75,12 @@ exp=/tmp/ulpf-export		# the NFS server's tmpfs, exported
 mnt=/tmp/ulpf-mnt		# the NFS client's mount point
 state=/tmp/ulpf-state		# bound over /var/lib/nfs
 mountd_log=/tmp/ulpf-mountd.log
-pat=(/tmp/ulpf-a /tmp/ulpf-b)	# the writer's two patterns
-count=/tmp/ulpf-count		# writes completed
-attempt=/tmp/ulpf-attempt	# the write under way
-ddpid=/tmp/ulpf-ddpid stop=/tmp/ulpf-stop
-slices=4 smib=4			# 4 slices of 4 MiB
-down_s=3			# how long eth0 stays down
 nfs_port=20049
-wpid="" mountd_pid="" del_pid="" ip6s=""
+mountd_pid=""
 
 cleanup() {
-	local m a
-	touch $stop
-	if [ -n "$wpid" ]; then	# a writer, and maybe its dd, still running
-		kill "$wpid" 2>/dev/null
-		[ -s $ddpid ] && kill "$(cat $ddpid)" 2>/dev/null
-	fi
-	ip link set eth0 up
-	for a in $ip6s; do
-		ip -6 addr add "$a" dev eth0 nodad 2>/dev/null
-	done
+	local m
+	fault_cleanup	# the writer (tests/lib.sh), eth0
 	if mountpoint -q $mnt; then
 		timeout 30 umount -f $mnt 2>/dev/null || umount -l $mnt 2>/dev/null
 	fi
@@ -114,152 +100,20 @@ cleanup() {
 	for m in rpcrdma nfsv4 nfsd nfs nvme-rdma nvmet-rdma nvmet; do
 		unload $m 2>/dev/null
 	done
-	rm -rf $img $exp $mnt $state "${pat[@]}" $count $count.new $attempt \
-		$ddpid $stop $mountd_log
+	rm -rf $img $exp $mnt $state $mountd_log
 }
 trap cleanup EXIT
-
-note() { echo "note: $*"; }
-klog() { # the kernel log: the runner's stream if there is one (no wrap)
-	if [ -n "${SROCE_KMSG:-}" ]; then cat "$SROCE_KMSG"; else dmesg; fi
-}
-port_state() { cat /sys/class/infiniband/sroce0/ports/1/state 2>&1; }
-port_is() { [[ $(port_state) == *": $1" ]]; }
-sent() { local b; b=$(port_counter sent_bytes); echo "${b:-0}"; }
-listeners() { # PORT: the rdma_cm IDs bound to it
-	rdma resource show cm_id | grep -cE "src-addr [^ ]*:$1( |\$)"
-}
-restore_ip6() { # eth0's global IPv6 addresses, which going down removed
-	local a
-	for a in $ip6s; do
-		ip -6 -o addr show dev eth0 | grep -qF " $a " ||
-			ip -6 addr add "$a" dev eth0 nodad
-	done
-}
-
-# The writer. Write i puts slice i % slices of pattern (i / slices) % 2 at
-# the same offset of FILE, so that a lost or misplaced write shows.
-slice_sum() { # FILE K [DD_FLAG]: the SHA-256 of slice K of FILE
-	local s
-	s=$(timeout "$(tmo 60)" dd if="$1" bs=1M skip=$(($2 * smib)) \
-		count=$smib ${3:+"$3"} status=none | sha256sum)
-	echo "${s%% *}"
-}
-want_sum() { # N K: slice K's SHA-256 after writes 0..N-1 (N > K)
-	local j=$(($2 + ($1 - 1 - $2) / slices * slices))
-	echo "${sums[$((j / slices % 2 * slices + $2))]}"
-}
-# verify WHAT FILE N SKIP [DD_FLAG]: after writes 0..N-1, every slice of
-# FILE but SKIP (-1: none) holds what the last write to it wrote
-verify() {
-	local k bad=
-	for ((k = 0; k < slices; k++)); do
-		[ $k = "$4" ] && continue
-		[ "$(slice_sum "$2" $k "${5:-}")" = "$(want_sum "$3" $k)" ] ||
-			bad+=" $k"
-	done
-	[ -z "$bad" ] || fail "$1: $2 differs in slice(s)$bad from what the" \
-		"last of the $3 completed writes to each wrote"
-}
-writer() { # FILE FIRST: writes FIRST, FIRST+1... until $stop exists
-	local i=$2 k p
-	until [ -e $stop ]; do
-		k=$((i % slices)) p=$((i / slices % 2))
-		echo "$i" > $attempt
-		# nocreat: once the disk has gone, dd must not make a file
-		# of its name in /dev, where the next disk could not appear
-		dd if="${pat[p]}" of="$1" bs=1M skip=$((k * smib)) \
-			seek=$((k * smib)) count=$smib oflag=direct \
-			conv=notrunc,nocreat status=none &
-		echo $! > $ddpid
-		wait $! || return 1
-		i=$((i + 1))
-		echo $i > $count.new && mv $count.new $count
-	done
-}
-writes() { local n; n=$(cat $count 2>/dev/null); echo "${n:-0}"; }
-start_writer() { # FILE FIRST
-	rm -f $stop
-	echo "$2" > $count
-	writer "$@" &
-	wpid=$!
-}
-stop_writer() { # the writer's status
-	local rc
-	touch $stop
-	wait "$wpid"
-	rc=$?
-	wpid=
-	return $rc
-}
-writer_gone() { ! kill -0 "$wpid" 2>/dev/null; }
-# busy FIRST: the writer completed a write since FIRST and sroce0 carries
-# more than keep-alives and lease renewals now
-busy() {
-	local s0
-	[ "$(writes)" -gt "$1" ] && ! writer_gone || return 1
-	s0=$(sent)
-	sleep 0.5
-	[ $(($(sent) - s0)) -ge 65536 ]
-}
-# resumed AT: two writes since AT, every slice written once more than
-# the first pass, or the writer ended
-resumed() {
-	local n
-	n=$(writes)
-	{ [ "$n" -ge $(($1 + 2)) ] && [ "$n" -gt $slices ]; } || writer_gone
-}
-
-# flap WHAT: eth0 down for $down_s s, then up; the port follows
-flap() {
-	local s0
-	ip link set eth0 down || fail "ip link set eth0 down"
-	wait_for 10 port_is DOWN || fail "$1: sroce0 port 1 is" \
-		"'$(port_state)' after eth0 went down, expected DOWN"
-	s0=$(sent) d0=$(port_counter send_port_down)
-	sleep $down_s
-	note "$1: sroce0 sent $(($(sent) - s0)) bytes and dropped" \
-		"$(($(port_counter send_port_down) - ${d0:-0})) packets" \
-		"(send_port_down) in the $down_s s eth0 was down"
-	ip link set eth0 up || fail "ip link set eth0 up"
-	wait_for 10 port_is ACTIVE || fail "$1: sroce0 port 1 is" \
-		"'$(port_state)' 10 s after eth0 came up, expected ACTIVE"
-	restore_ip6
-}
-
-# link_delete WHAT: rdma link delete sroce0, which must return in 60 s
-# (else the blocked tasks' stacks go to the kernel log)
-deleted() { ! kill -0 "$del_pid" 2>/dev/null; }
-link_delete() {
-	local t=$SECONDS
-	rdma link delete sroce0 &
-	del_pid=$!
-	if ! wait_for 60 deleted; then
-		echo w > /proc/sysrq-trigger
-		fail "$1: rdma link delete sroce0 still blocked after $(tmo 60) s" \
-			"in: $(tr '\n' ' ' < "/proc/$del_pid/stack")"
-	fi
-	wait "$del_pid" || fail "$1: rdma link delete sroce0 failed"
-	! ibdev_exists sroce0 || fail "$1: sroce0 still exists after rdma link delete"
-	note "$1: rdma link delete took $((SECONDS - t)) s"
-}
 
 command -v nvme >/dev/null || fail "no nvme (nvme-cli on the host)"
 need_nfs_tools
 link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
-ip6s=$(ip -6 -o addr show dev eth0 scope global | awk '{ print $4 }')
 ulp_base_save ulp_objects
 case ${ulp_base[*]} in *'?'*) fail "rdma resource could not list sroce0's objects" ;; esac
 
-sums=()
-for p in 0 1; do
-	head -c $((slices * smib))M /dev/urandom > "${pat[p]}"
-	for ((k = 0; k < slices; k++)); do
-		sums+=("$(slice_sum "${pat[p]}" $k)")
-	done
-done
+# The writer's patterns (tests/lib.sh: fault_init, writer_start...).
+fault_init /tmp/ulpf
 
 # (1) NVMe-oF: a namespace on a tmpfs file (buffered_io: tmpfs has no
 # O_DIRECT), an nvmet-rdma port on eth0's address.
@@ -299,52 +153,34 @@ echo 1 > $cfg/subsystems/$nqn/namespaces/1/enable ||
 nvmet_port $nqn "$ip"
 nvme_connect "at first"
 
-# (1a) eth0 down and up under the writes.
-start_writer "$dev" 0
-wait_for 60 busy 0 || fail "NVMe: the writer to $dev completed no write" \
-	"with data moving on sroce0 in 60 s ($(writes) done)"
+# (1a) eth0 down and up under the writes (tests/lib.sh: fault_flap).
 conns=$(creating)
-flap NVMe
-at=$(writes)
-wait_for 60 resumed "$at" ||
-	fail "NVMe: writes stalled at $(writes) after eth0 came back"
-stop_writer || fail "NVMe: write $(cat $attempt) to $dev failed across" \
-	"eth0 down and up (dmesg: $(dmesg | tail -5))"
-n=$(writes)
+fault_flap NVMe "$dev" $img
 expect_eq "state of $ctrl after eth0 down and up" live \
 	"$(cat /sys/class/nvme/"$ctrl"/state)"
 note "NVMe: $ctrl connected its I/O queues $(($(creating) - conns)) more times"
-verify "NVMe target's file after eth0 down and up" $img "$n" -1
 nvme_disconnect "after eth0 down and up"
 nvme_connect "after eth0 down and up"
-verify "NVMe namespace read through a new connection" "$dev" "$n" -1 iflag=direct
+slices_verify "NVMe namespace read through a new connection" "$dev" "$n" -1 iflag=direct
 
 # (1b) rdma link delete and add under the writes.
-start_writer "$dev" "$n"
-wait_for 60 busy "$n" || fail "NVMe: the writer to $dev completed no write" \
-	"with data moving on sroce0 in 60 s after $n"
-link_delete NVMe
+fault_delete NVMe "$dev"
 wait_for 10 nvme_no_ctrl $nqn ||
 	fail "NVMe: controller $(nvme_ctrl_of $nqn) still there after sroce0 went"
-wait_for 60 writer_gone || fail "NVMe: the writer to $dev still runs" \
-	"$(tmo 60) s after its controller went: write $(cat $attempt) hangs"
-stop_writer && fail "NVMe: the writer ended without an error, its controller deleted"
-n=$(writes) a=$(cat $attempt)
-skip=-1
-[ "$a" -ge "$n" ] && skip=$((a % slices))	# write $a failed
-link_add sroce0 eth0
+writes_fail NVMe "$dev" "its controller went"
+link_back
 # nvmet destroyed its listener with the device: link the port again.
 rm $cfg/ports/1/subsystems/$nqn || fail "unlink the subsystem from port 1"
 nvmet_port_link $nqn "$ip"
 nvme_connect "after sroce0 came back"
-verify "NVMe target's file after rdma link delete" $img "$n" $skip
-verify "NVMe namespace read after rdma link delete" "$dev" "$n" $skip iflag=direct
+slices_verify "NVMe target's file after rdma link delete" $img "$n" $skip
+slices_verify "NVMe namespace read after rdma link delete" "$dev" "$n" $skip iflag=direct
 
 nvme_disconnect "at the end"
 nvmet_remove $nqn
 wait_for 30 ulp_base_is
 ulp_base_check "after NVMe"
-expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(listeners 4420)"
+expect_eq "rdma_cm IDs on port 4420 after NVMe" 0 "$(cm_ids 4420)"
 rm -f $img
 
 # (2) NFSv4.2 over RDMA, as tests/cases/nfs_rdma.sh sets it up.
@@ -358,6 +194,7 @@ nfs_mount() { # WHEN
 nfs_umount() { # WHEN
 	timeout "$(tmo 60)" umount $mnt || fail "umount $mnt $1 ($(nfsd_log $mountd_log))"
 }
+nfs_log() { echo "a hard mount waits; $(nfsd_log $mountd_log)"; }
 xprt_field() { # N: field N of $mnt's "xprt:" line (2: transport, 5: connects)
 	awk -v m=$mnt -v f="$1" '$1 == "device" { on = ($5 == m) }
 		on && $1 == "xprt:" { print $f; exit }' /proc/self/mountstats
@@ -374,46 +211,30 @@ nfs_mount "at first"
 
 # (2a) eth0 down and up under the writes.
 truncate -s $((slices * smib))M $mnt/data || fail "make $mnt/data"
-start_writer $mnt/data 0
-wait_for 60 busy 0 || fail "NFS: the writer to $mnt completed no write" \
-	"with data moving on sroce0 in 60 s ($(writes) done)"
 conns=$(xprt_field 5)
-flap NFS
-at=$(writes)
-wait_for 60 resumed "$at" ||
-	fail "NFS: writes stalled at $(writes) after eth0 came back"
-stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
-	"eth0 down and up (a hard mount retries; $(nfsd_log $mountd_log))"
-n=$(writes)
+fault_flap NFS $mnt/data $exp/data nfs_log
 note "NFS: the transport connected $(($(xprt_field 5) - conns)) more times"
-verify "NFS server's copy after eth0 down and up" $exp/data "$n" -1
 nfs_umount "after eth0 down and up"
 nfs_mount "after eth0 down and up"
-verify "NFS file read through a new mount" $mnt/data "$n" -1 iflag=direct
+slices_verify "NFS file read through a new mount" $mnt/data "$n" -1 iflag=direct
 
 # (2b) rdma link delete and add under the writes.
-start_writer $mnt/data "$n"
-wait_for 60 busy "$n" || fail "NFS: the writer to $mnt completed no write" \
-	"with data moving on sroce0 in 60 s after $n"
 conns=$(xprt_field 5)
-link_delete NFS
+fault_delete NFS $mnt/data
 writer_gone && fail "NFS: the writer ended with sroce0 gone: write" \
-	"$(cat $attempt) failed (a hard mount stalls)"
-link_add sroce0 eth0
-at=$(writes) t=$SECONDS
-wait_for 90 resumed "$at" ||
-	fail "NFS: writes stalled at $(writes) $(tmo 90) s after sroce0 came back"
-note "NFS: writes resumed $((SECONDS - t)) s after sroce0 came back"
-stop_writer || fail "NFS: write $(cat $attempt) through $mnt failed across" \
-	"rdma link delete (a hard mount stalls; $(nfsd_log $mountd_log))"
-n=$(writes)
+	"$(attempted) failed (a hard mount stalls)"
+link_back
+t=$SECONDS
+writes_go_on NFS $mnt/data 90 "rdma link delete" nfs_log
+note "NFS: writes went on, the writer stopped, $((SECONDS - t)) s after" \
+	"sroce0 came back"
 c=$(xprt_field 5)
 [ "$c" -gt "$conns" ] 2>/dev/null || fail "NFS: the transport's connect" \
 	"count is '$c' after sroce0 came back, was $conns: no new connection?"
-verify "NFS server's copy after rdma link delete" $exp/data "$n" -1
+slices_verify "NFS server's copy after rdma link delete" $exp/data "$n" -1
 nfs_umount "after rdma link delete"
 nfs_mount "after rdma link delete"
-verify "NFS file read through a new mount after rdma link delete" \
+slices_verify "NFS file read through a new mount after rdma link delete" \
 	$mnt/data "$n" -1 iflag=direct
 
 nfs_umount "at the end"
@@ -424,5 +245,5 @@ rmmod_wait rpcrdma
 # The transports go in work items after the last reference: give them time.
 wait_for 30 ulp_base_is
 ulp_base_check "after NFS"
-expect_eq "rdma_cm IDs on port $nfs_port after NFS" 0 "$(listeners $nfs_port)"
+expect_eq "rdma_cm IDs on port $nfs_port after NFS" 0 "$(cm_ids $nfs_port)"
 link_delete "at the end"
