@@ -206,6 +206,40 @@ ulp_both_ways() {
 		test "$sent" -ge "$least"
 }
 
+# tries WHAT COMMAND...: run COMMAND until it succeeds (the server is
+# setting up), once a second for 120 s (tmo); if it never does, say WHAT
+# and its last output
+tries() {
+	local what=$1 out end=$((SECONDS + $(tmo 120)))
+	shift
+	until out=$("$@" 2>&1); do
+		if [ $SECONDS -ge $end ]; then
+			explain "$what, $(tmo 120) s of tries: $out"
+			return 1
+		fi
+		sleep 1
+	done
+}
+
+# objects_listed COUNT...: rdma resource could list $dev's objects for
+# each COUNT (kernel_counts, ulp_counts, kernel_qps: none is "?"); says
+# so when it could not
+objects_listed() {
+	case "$*" in *'?'*)
+		echo "rdma resource could not list $dev's objects: $1"; return 1 ;;
+	esac
+}
+
+# lun_written FILE: the second half of FILE, a SCSI target's LUN, holds
+# what ulp_disk_io wrote there (pattern 2); says so when it does not
+lun_written() {
+	local half=$((32 * 1024 * 1024))
+	[ "$(tail -c $half "$1" | sha256sum)" = "$(pattern 2 $half | sha256sum)" ] &&
+		return 0
+	echo "the second half of $1 is not what the initiator wrote"
+	return 1
+}
+
 # ulp_disk_io DISK: a disk of 64 MiB whose first half holds pattern 1
 # (a SCSI target's LUN as tests/pair/ulp_srp.sh and ulp_iser.sh make it):
 # pattern 1 read from its first half, pattern 2 written to its second
@@ -234,5 +268,5 @@ export_ulp_helpers() {
 	export -f pattern kernel_qps qps_above qps_at peer_session explain \
 		ulp_counts counts_are back_to wait_for tmo kernel_objects \
 		res_lines kernel_counts kernel_listing ulp_objects unload_module \
-		ulp_disk_io
+		ulp_disk_io objects_listed lun_written tries
 }

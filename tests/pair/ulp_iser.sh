@@ -99,9 +99,7 @@ iser_serve() {
 	local base qps rc=0 st r w
 	base=$(ulp_counts "$dev")
 	qps=$(kernel_qps)
-	case "$base $qps" in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" "$qps" || return 1
 	# The initiator's connection is a kernel QP of ib_isert here.
 	iser_target_up && iser_peer "$qps" || rc=1
 	if [ $rc = 0 ]; then
@@ -111,11 +109,7 @@ iser_serve() {
 		[ "$r" -ge 64 ] && [ "$w" -ge 32 ] || { echo "LUN 0 counted $r MiB" \
 			"read and $w MiB written, expected at least 64 and 32"; rc=1; }
 	fi
-	if [ $rc = 0 ] && [ "$(tail -c $half $iser_img | sha256sum)" != \
-		"$(pattern 2 $half | sha256sum)" ]; then
-		echo "the second half of $iser_img is not what the initiator wrote"
-		rc=1
-	fi
+	[ $rc != 0 ] || lun_written $iser_img || rc=1
 	iser_target_down "$base" || rc=1
 	return $rc
 }
@@ -124,7 +118,7 @@ iser_serve() {
 # iSER, ulp_disk_io, log out, stop iscsid, unload the initiator and
 # require the device's kernel objects as they were
 iser_client() {
-	local t=$1 base qps rc=0 c out end
+	local t=$1 base qps rc=0 c
 	for c in iscsid iscsiadm; do
 		command -v $c >/dev/null ||
 			{ echo "no $c (open-iscsi on the host)"; return 1; }
@@ -132,22 +126,14 @@ iser_client() {
 	[ -d /etc/iscsi ] || { echo "no /etc/iscsi to bind over (open-iscsi)"; return 1; }
 	base=$(ulp_counts "$dev")
 	qps=$(kernel_qps)
-	case "$base $qps" in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" "$qps" || return 1
 	# sd_mod too: without udevd nothing loads it when the disk appears.
 	modprobe -a ib_iser sd_mod || { explain "modprobe ib_iser sd_mod"; return 1; }
 	iscsi_initiator $iser_etc $iser_ini $iser_log &&
 		iser_iface $iser_iface || rc=1
 	# Until the target listens and lists $iser_iqn.
-	end=$((SECONDS + $(tmo 120)))
-	while [ $rc = 0 ] && ! out=$(iser_discover $iser_iqn "$t" $iser_iface); do
-		if [ $SECONDS -ge $end ]; then
-			explain "$(tmo 120) s of tries: $out"
-			rc=1
-		fi
-		sleep 1
-	done
+	[ $rc != 0 ] || tries "discovery of $iser_iqn at $t" \
+		iser_discover $iser_iqn "$t" $iser_iface || rc=1
 	if [ $rc = 0 ]; then
 		if ! iser_login $iser_iqn "$t" $iser_iface; then
 			echo "($(iscsi_log $iser_log))"; rc=1

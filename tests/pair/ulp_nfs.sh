@@ -134,9 +134,7 @@ nfs_serve() {
 	local base qps rc=0
 	base=$(kernel_counts "$dev")
 	qps=$(kernel_qps)
-	case "$base $qps" in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" "$qps" || return 1
 	# The client's connection is a kernel QP of svcrdma here.
 	nfsd_start && peer_session "$qps" || rc=1
 	if [ $rc = 0 ] && [ "$(sha256sum < $nfs_exp/from-client)" != \
@@ -178,9 +176,7 @@ nfs_client() {
 	command -v mount.nfs >/dev/null ||
 		{ echo "no mount.nfs (nfs-common on the host)"; return 1; }
 	base=$(kernel_counts "$dev")
-	case $base in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" || return 1
 	modprobe -a nfsv4 rpcrdma || { explain "modprobe nfsv4 rpcrdma"; return 1; }
 	mkdir -p $nfs_mnt
 	# Until the server listens; retry=0: one try for each mount.nfs.

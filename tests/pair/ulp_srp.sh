@@ -87,9 +87,7 @@ srp_serve() {
 	local base qps rc=0 a r w tpg moved=
 	base=$(ulp_counts "$dev")
 	qps=$(kernel_qps)
-	case "$base $qps" in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" "$qps" || return 1
 	# The initiator's channels are kernel QPs of ib_srpt here.
 	srpt_start && peer_session "$qps" || rc=1
 	if [ $rc = 0 ]; then
@@ -103,11 +101,7 @@ srp_serve() {
 		[ -n "$moved" ] || { echo "no ACL counted 64 MiB read and" \
 			"32 MiB written"; rc=1; }
 	fi
-	if [ $rc = 0 ] && [ "$(tail -c $half $srp_img | sha256sum)" != \
-		"$(pattern 2 $half | sha256sum)" ]; then
-		echo "the second half of $srp_img is not what the initiator wrote"
-		rc=1
-	fi
+	[ $rc != 0 ] || lun_written $srp_img || rc=1
 	srpt_stop "$base" || rc=1
 	return $rc
 }
@@ -115,11 +109,9 @@ srp_serve() {
 # srp_client TARGET: log in to ib_srpt at TARGET, ulp_disk_io, log out, unload
 # the initiator and require the device's kernel objects as they were
 srp_client() {
-	local t=$1 base rc=0 out end host login
+	local t=$1 base rc=0 host login
 	base=$(ulp_counts "$dev")
-	case $base in *'?'*)
-		echo "rdma resource could not list $dev's objects: $base"; return 1 ;;
-	esac
+	objects_listed "$base" || return 1
 	# sd_mod too: without udevd nothing loads it when the disk appears.
 	modprobe -a ib_srp sd_mod || { explain "modprobe ib_srp sd_mod"; return 1; }
 	host=/sys/class/infiniband_srp/srp-$dev-1
@@ -128,15 +120,8 @@ srp_client() {
 		explain "no $host/add_target after modprobe ib_srp"; rc=1
 	fi
 	# Until the target listens and knows us.
-	end=$((SECONDS + $(tmo 120)))
-	while [ $rc = 0 ] &&
-		! out=$( { echo "$login" > "$host/add_target"; } 2>&1); do
-		if [ $SECONDS -ge $end ]; then
-			explain "add_target '$login', $(tmo 120) s of tries: $out"
-			rc=1
-		fi
-		sleep 1
-	done
+	[ $rc != 0 ] || tries "add_target '$login'" srp_login "$dev" "$login" ||
+		rc=1
 	if [ $rc = 0 ]; then
 		if ! wait_for 30 srp_disk_there "$dev"; then
 			explain "no LIO-ORG disk on an SRP host of $dev after the" \
@@ -160,7 +145,7 @@ export_ulp_helpers
 export -f srp_acls srpt_start srpt_stop srp_serve srp_shost srp_disk \
 	srp_disk_there srp_no_shost srp_client lio_fileio lio_fileio_remove \
 	configfs_rm unload_lio srpt_listen srpt_close srpt_tpg srpt_port \
-	srpt_port_remove srp_logout
+	srpt_port_remove srp_login srp_logout
 
 # The initiator waits for the target itself.
 STEP_LIMIT=300 STEP_TRIES=1
