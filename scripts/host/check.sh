@@ -376,7 +376,7 @@ done
 # The one-VM cases of the kernel's own RDMA clients (NFS, NVMe-oF on a
 # file system, iSER, SRP, RDS, link faults under them): VM_KVERS leaves
 # them out.
-kernel_clients="nfs_rdma|nvme_rdma_fs|iser|srp|rds_rdma|ulp_link_fault"
+kernel_clients="nfs_rdma|nvme_rdma_fs|iser|srp|rds_rdma|ulp_link_fault|ulp_link_fault_scsi"
 # vlan.sh: against rdma_rxe in every run (interop is what VLANs need: rxe
 # checks the device a packet arrived on); sroce against sroce on the debug
 # kernel only, which has the time (each adds about 6 min; CI's is 45).

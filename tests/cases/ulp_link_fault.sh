@@ -1,6 +1,7 @@
 # Link faults under kernel RDMA clients on loopback (issue 35 item 4), for
 # NVMe-oF (nvmet-rdma and nvme-rdma) and NFSv4.2 over RDMA (knfsd with
-# svcrdma and xprtrdma), both ends in this VM on sroce0 over eth0. For each
+# svcrdma and xprtrdma; SRP and iSER: ulp_link_fault_scsi.sh), both ends
+# in this VM on sroce0 over eth0. For each
 # client a writer runs: it writes 4 slices of 4 MiB to the same offsets
 # again and again, O_DIRECT, from one of two random patterns in turn, and
 # counts the writes that completed. Two faults hit it while it runs:
