@@ -239,7 +239,7 @@ ulp_objects() {
 # kernel client comes, as COUNT (ulp_objects, which leaves ib_core's CQs
 # out, or kernel_objects) counts them, in ulp_base[pd], ulp_base[cq],
 # ulp_base[qp] and ulp_base[mr]; ulp_base_is and ulp_base_check count
-# with COUNT too
+# with COUNT too. Fails the case if rdma resource could not list them.
 ulp_base_save() {
 	local t
 	declare -gA ulp_base
@@ -247,6 +247,9 @@ ulp_base_save() {
 	for t in pd cq qp mr; do
 		ulp_base[$t]=$("$1" $t sroce0)
 	done
+	case ${ulp_base[*]} in *'?'*)
+		fail "rdma resource could not list sroce0's objects" ;;
+	esac
 }
 # ulp_base_is: sroce0's kernel objects are as ulp_base_save counted them
 ulp_base_is() {

@@ -111,7 +111,6 @@ link_add sroce0 eth0
 ip=$(ipv4_of eth0)
 [ -n "$ip" ] || fail "eth0 has no IPv4 address"
 ulp_base_save ulp_objects
-case ${ulp_base[*]} in *'?'*) fail "rdma resource could not list sroce0's objects" ;; esac
 
 # The writer's patterns (tests/lib.sh: fault_init, writer_start...).
 fault_init /tmp/ulpf
