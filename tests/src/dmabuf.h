@@ -2,9 +2,9 @@
 //
 // The dma-bufs sroce maps, as a test or a bench makes them: a udmabuf over
 // a sealed memfd (UDmaBuf) and a buffer of the dma-heaps system heap
-// (HeapBuf), each with its owner's own mapping of the pages and, when it
-// could not be made, a sentence saying why (why()). sroce-xfer's dma-buf
-// tests and sroce-dmabufbench use them.
+// (HeapBuf), both a DmaBuf: the dma-buf fd, its owner's own mapping of the
+// pages and, when it could not be made, a sentence saying why (why()).
+// sroce-xfer's dma-buf tests and sroce-dmabufbench use them.
 #pragma once
 
 #include <cerrno>
@@ -20,12 +20,58 @@
 
 namespace xfer {
 
-// A udmabuf over a sealed memfd (udmabuf needs F_SEAL_SHRINK): the dma-buf
-// fd, and the memfd's own shared mapping of the same pages, which is how
-// the owner reads what RDMA put there.
-class UDmaBuf {
+// A dma-buf as its owner has it: the dma-buf fd and the owner's own
+// mapping of its bytes, which is how the owner reads what RDMA put there;
+// the exporter's name as the buffer's exp_name gives it ("rdma resource"
+// shows it as the MR's exporter); and, when it could not be made, a
+// sentence saying why (why()).
+class DmaBuf {
 public:
-	explicit UDmaBuf(size_t len) : len_(len)
+	virtual ~DmaBuf()
+	{
+		close_fd();
+		unmap();
+	}
+	DmaBuf(const DmaBuf &) = delete;
+	DmaBuf &operator=(const DmaBuf &) = delete;
+
+	virtual const char *exporter() const = 0;
+	// Made, or why not (empty when it was).
+	const std::string &why() const { return why_; }
+	int fd() const { return fd_; }
+	uint8_t *map() { return map_; }
+	size_t size() const { return len_; }
+
+	// The owner lets go of what it has: the dma-buf fd; every fd it has
+	// (close_fds(): udmabuf's memfd too); its mapping.
+	void close_fd()
+	{
+		if (fd_ >= 0)
+			close(fd_);
+		fd_ = -1;
+	}
+	virtual void close_fds() { close_fd(); }
+	void unmap()
+	{
+		if (map_)
+			munmap(map_, len_);
+		map_ = nullptr;
+	}
+
+protected:
+	explicit DmaBuf(size_t len) : len_(len) {}
+
+	size_t len_;
+	int fd_ = -1;
+	uint8_t *map_ = nullptr;
+	std::string why_;
+};
+
+// A udmabuf over a sealed memfd (udmabuf needs F_SEAL_SHRINK): the
+// owner's mapping is the memfd's, of the same pages.
+class UDmaBuf : public DmaBuf {
+public:
+	explicit UDmaBuf(size_t len) : DmaBuf(len)
 	{
 		memfd_ = memfd_create("sroce-dmabuf", MFD_ALLOW_SEALING);
 		if (memfd_ < 0 || ftruncate(memfd_, off_t(len)) ||
@@ -43,20 +89,9 @@ public:
 		map_ = static_cast<uint8_t *>(m);
 		fd_ = another();
 	}
-	~UDmaBuf()
-	{
-		close_fd();
-		close_memfd();
-		unmap();
-	}
-	UDmaBuf(const UDmaBuf &) = delete;
-	UDmaBuf &operator=(const UDmaBuf &) = delete;
+	~UDmaBuf() override { close_memfd(); }
 
-	// Made, or why not (empty when it was).
-	const std::string &why() const { return why_; }
-	int fd() const { return fd_; }
-	uint8_t *map() { return map_; }
-	size_t size() const { return len_; }
+	const char *exporter() const override { return "udmabuf"; }
 
 	// Another dma-buf of the same pages (a new fd), or -1.
 	int another()
@@ -65,8 +100,7 @@ public:
 		if (dev < 0) {
 			why_ = errno == ENOENT ?
 				       "no /dev/udmabuf: this kernel has no "
-				       "CONFIG_UDMABUF, the exporter these "
-				       "tests use" :
+				       "CONFIG_UDMABUF" :
 				       std::string("/dev/udmabuf: ") +
 					       strerror(errno);
 			return -1;
@@ -82,13 +116,10 @@ public:
 		close(dev);
 		return fd;
 	}
-	// The owner lets go of what it has: the dma-buf fd, the memfd, the
-	// mapping.
-	void close_fd()
+	void close_fds() override
 	{
-		if (fd_ >= 0)
-			close(fd_);
-		fd_ = -1;
+		close_fd();
+		close_memfd();
 	}
 	void close_memfd()
 	{
@@ -96,27 +127,16 @@ public:
 			close(memfd_);
 		memfd_ = -1;
 	}
-	void unmap()
-	{
-		if (map_)
-			munmap(map_, len_);
-		map_ = nullptr;
-	}
 
 private:
-	size_t len_;
 	int memfd_ = -1;
-	int fd_ = -1;
-	uint8_t *map_ = nullptr;
-	std::string why_;
 };
 
-// A buffer of the dma-heaps system heap (/dev/dma_heap/system), the other
-// exporter sroce maps: the dma-buf fd, and the owner's own mapping of it
-// (mmap() of the dma-buf).
-class HeapBuf {
+// A buffer of the dma-heaps system heap (/dev/dma_heap/system): the
+// owner's mapping is an mmap() of the dma-buf itself.
+class HeapBuf : public DmaBuf {
 public:
-	explicit HeapBuf(size_t len) : len_(len)
+	explicit HeapBuf(size_t len) : DmaBuf(len)
 	{
 		int heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
 		if (heap < 0) {
@@ -146,31 +166,8 @@ public:
 		else
 			map_ = static_cast<uint8_t *>(m);
 	}
-	~HeapBuf()
-	{
-		close_fd();
-		if (map_)
-			munmap(map_, len_);
-	}
-	HeapBuf(const HeapBuf &) = delete;
-	HeapBuf &operator=(const HeapBuf &) = delete;
 
-	// Made, or why not (empty when it was).
-	const std::string &why() const { return why_; }
-	int fd() const { return fd_; }
-	uint8_t *map() { return map_; }
-	void close_fd()
-	{
-		if (fd_ >= 0)
-			close(fd_);
-		fd_ = -1;
-	}
-
-private:
-	size_t len_;
-	int fd_ = -1;
-	uint8_t *map_ = nullptr;
-	std::string why_;
+	const char *exporter() const override { return "system"; }
 };
 
 } // namespace xfer
