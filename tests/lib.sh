@@ -167,13 +167,16 @@ port_field() { "$check" port "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 
 # xfer_all DEV TYPE MTU TEST...: run sroce-xfer tests, fail with their output;
 # if none failed but some could not run here (status 77, "SKIP: TEST: why"),
-# the case is skipped: those tests named, each reason once
+# the case is skipped: those tests named, each reason once. What the tests
+# chose to run on ("NOTE: TEST: text": a dma-buf exporter) is passed on as
+# "NOTE: text", each text once, which the runner adds to the case's line.
 xfer_all() {
-	local dev=$1 type=$2 mtu=$3 t out rc bad="" names="" why=""
+	local dev=$1 type=$2 mtu=$3 t out rc bad="" names="" why="" notes=""
 	shift 3
 	for t in "$@"; do
 		out=$(timeout "$(tmo 120)" "$xfer" "$dev" "$t" "$type" "$mtu" 2>&1)
 		rc=$?
+		notes+=$(sed -n "s/^NOTE: $t: //p" <<<"$out")$'\n'
 		if [ $rc = 77 ]; then
 			names+=" $t"
 			why+=$(sed -n "s/^SKIP: $t: //p" <<<"$out")$'\n'
@@ -181,6 +184,7 @@ xfer_all() {
 			bad+="$t ($type, mtu $mtu): $out"$'\n'
 		fi
 	done
+	sort -u <<<"$notes" | sed '/^$/d; s/^/NOTE: /'
 	[ -z "$bad" ] || fail "$bad"
 	[ -z "$names" ] ||
 		skip "not run:$names: $(sort -u <<<"$why" | sed '/^$/d' |

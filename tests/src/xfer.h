@@ -535,6 +535,20 @@ inline void skip(const std::string &why)
 		skip_reason = why;
 }
 
+// What the test chose to run on, where the machine offers more than one
+// way (which dma-buf exporter, say), each said once. run_test() prints
+// them as "NOTE: NAME: text", whatever the outcome; tests/lib.sh's
+// xfer_all passes them on to the runner's line for the case.
+inline std::vector<std::string> test_notes;
+
+inline void note(const std::string &text)
+{
+	for (const std::string &n : test_notes)
+		if (n == text)
+			return;
+	test_notes.push_back(text);
+}
+
 // A test: its name, what it runs on a connected pair, what it changes in
 // the pair before the pair is set up, and whether it also runs on UC.
 struct Test {
@@ -564,7 +578,8 @@ inline int usage(const char *what, std::span<const Test> tests)
 // Run the test called @name from @tables on a pair set up on device @dev
 // (after the test's tweak): "NAME ok" and 0, or 1 with its failures said;
 // 2 for a name no table has (or a test not for UC on UC); 77 with
-// "SKIP: NAME: why" for a test that could not run here (skip()).
+// "SKIP: NAME: why" for a test that could not run here (skip()). Its
+// notes (note()) come first.
 inline int run_test(const char *dev, std::string_view name, Pair &p,
 		    std::initializer_list<std::span<const Test>> tables)
 {
@@ -590,6 +605,8 @@ inline int run_test(const char *dev, std::string_view name, Pair &p,
 		t->fn(p);
 	teardown(p);
 	ibv_close_device(p.ctx);
+	for (const std::string &n : test_notes)
+		printf("NOTE: %s: %s\n", t->name, n.c_str());
 	if (failures)
 		return 1;
 	if (!skip_reason.empty()) {
