@@ -18,12 +18,15 @@
 //   xfer_sec.cpp     what a security review found: refusals that land nothing
 //   xfer_verbs.cpp   SRQ limits, bad invalidations, a full CQ, AH refusals,
 //                    object limits
-//   xfer_dmabuf.cpp  dma-buf MRs (ibv_reg_dmabuf_mr) over udmabuf
+//   xfer_dmabuf.cpp  dma-buf MRs (ibv_reg_dmabuf_mr) over udmabuf or the
+//                    system heap
 //   xfer_nullmr.cpp  null MRs (ibv_alloc_null_mr)
 // QP_TYPE is rc (default) or uc; MTU is 256..4096 (default 1024); ARG is
 // the test's own (port_down: the network device whose IPv4 GID its QPs
-// use, the port's own by default). A test that cannot run here (no dma-buf
-// exporter) says "SKIP: why" and exits 77.
+// use, the port's own by default; the dma-buf data tests: the exporter,
+// udmabuf or system, chosen by the kernel by default). A test that cannot
+// run here (no dma-buf exporter) says "SKIP: why" and exits 77; what a
+// test chose to run on, it says in "NOTE: TEST: text" lines.
 #include "xfer.h"
 
 using namespace xfer;

@@ -1,18 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
 //
-// sroce-xfer tests of dma-buf MRs (ibv_reg_dmabuf_mr(3)): a udmabuf over a
-// sealed memfd is registered on b's side; RDMA into it and out of it is
-// read back through the memfd's own mapping of the same pages, every byte
-// of the buffer compared with what must be there. The owner closes the
-// dma-buf fd while the MR lives, deregisters under traffic, registers a
-// thousand times; every errno ibv_reg_dmabuf_mr(3) and ib_core promise.
-// The other exporter sroce maps, the dma-heaps system heap, carries RDMA
-// too; a buffer of an exporter it does not map (vgem's, through DRM
-// PRIME) and a udmabuf over a huge page are refused with EOPNOTSUPP.
-// Without /dev/udmabuf (a kernel without CONFIG_UDMABUF), or with a
-// udmabuf that gives the kernel no mapping (before 6.2), the tests that
-// need one say why and are not run (skip()); so do those of the system
-// heap, vgem or a huge page where the kernel has none.
+// sroce-xfer tests of dma-buf MRs (ibv_reg_dmabuf_mr(3)): a dma-buf of an
+// exporter sroce maps here is registered on b's side; RDMA into it and out
+// of it is read back through its owner's own mapping of the same pages,
+// every byte of the buffer compared with what must be there. The owner
+// closes its fds while the MR lives, deregisters under traffic, registers
+// a thousand times; every errno ibv_reg_dmabuf_mr(3) and ib_core promise.
+// The exporter of these data tests (make_dmabuf(), which each notes) is a
+// udmabuf over a sealed memfd where sroce maps udmabuf, else a buffer of
+// the dma-heaps system heap (6.1's udmabuf gives the kernel no mapping);
+// the test's ARG may name one ("udmabuf" or "system"). The system heap
+// carries RDMA in a test of its own too. Refused with EOPNOTSUPP: a
+// udmabuf where the kernel's udmabuf gives no mapping sroce can use, a
+// udmabuf over a huge page, a buffer of an exporter sroce does not map
+// (vgem's, through DRM PRIME). A test whose exporter, huge page or vgem
+// the kernel lacks says why and is not run (skip()).
 #include "dmabuf.h"
 #include "xfer.h"
 
@@ -35,51 +37,89 @@ const long kPage = 4096;
 // Where b's dma-buf MRs are seen by default: any page-aligned iova will do.
 const uint64_t kIova = 0x5a000000000ULL;
 
-// The running kernel is older than @major.@minor.
-bool kernel_before(int major, int minor)
+// Why sroce maps no udmabuf on the running kernel, or "" where it does:
+// the kernels that Kbuild and sroce_compat.h tell by their version
+// (sroce.md, "dma-buf MRs and null MRs"), stated here on their own, so
+// that a kernel where sroce refuses udmabuf it should map fails the tests
+// rather than moving them to the system heap.
+std::string udmabuf_unmapped_why()
 {
 	utsname u{};
-	int ma = 0, mi = 0;
+	int ma = 0, mi = 0, sub = 0;
 
-	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
-		return false;
-	return ma < major || (ma == major && mi < minor);
+	if (uname(&u) || sscanf(u.release, "%d.%d.%d", &ma, &mi, &sub) < 2)
+		return "";
+	const long v = ma * 1000000L + mi * 1000L + sub;
+	// 7ae2e684854c, "udmabuf: add vmap and vunmap methods to udmabuf_ops"
+	if (v < 6002000)
+		return "udmabuf before 6.2 gives the kernel no mapping of "
+		       "its buffers, which sroce's CPU copies need";
+	if ((v >= 6012002 && v < 6012048) || (v >= 6013000 && v < 6016001))
+		return "udmabuf's kernel mapping fails with a WARN on 6.12.2 "
+		       "to 6.12.47 and 6.13 to 6.16.0 (vmap_pfn()), so sroce "
+		       "refuses udmabuf there";
+	return "";
 }
 
-// A udmabuf of @len bytes, or nullptr after skip() saying why there is
-// none here.
-std::unique_ptr<UDmaBuf> make_udmabuf(size_t len)
+// A dma-buf of @len bytes for the data tests, of the exporter the test's
+// ARG names ("udmabuf" or "system"), else a udmabuf where sroce maps one
+// (/dev/udmabuf, and udmabuf_unmapped_why()) and a buffer of the system
+// heap where it does not; the exporter, and why, noted. nullptr after
+// skip() where the kernel has no such exporter, or after a failure where
+// it has and the buffer could not be made.
+std::unique_ptr<DmaBuf> make_dmabuf(Pair &p, size_t len)
 {
-	auto d = std::make_unique<UDmaBuf>(len);
+	const std::string asked = p.arg ? p.arg : "";
+	const std::string no_udmabuf =
+		access("/dev/udmabuf", F_OK) ?
+			"no /dev/udmabuf: this kernel has no CONFIG_UDMABUF" :
+			udmabuf_unmapped_why();
 
-	if (d->fd() >= 0)
+	if (!asked.empty() && asked != "udmabuf" && asked != "system") {
+		CHECK(false, "ARG \"%s\": the exporter is udmabuf or system",
+		      asked.c_str());
+		return nullptr;
+	}
+	if (asked != "system" && no_udmabuf.empty()) {
+		auto d = std::make_unique<UDmaBuf>(len);
+		CHECK(d->fd() >= 0, "no udmabuf: %s", d->why().c_str());
+		if (d->fd() < 0)
+			return nullptr;
+		note("exporter udmabuf");
 		return d;
-	if (d->why().rfind("no /dev/udmabuf", 0) == 0)
-		skip(d->why());
+	}
+	if (asked == "udmabuf") {
+		skip("udmabuf asked for: " + no_udmabuf);
+		return nullptr;
+	}
+	auto h = std::make_unique<HeapBuf>(len);
+	if (h->map()) {
+		note(asked.empty() ? "exporter system (not udmabuf: " +
+					     no_udmabuf + ")" :
+				     "exporter system (asked for)");
+		return h;
+	}
+	if (h->why().rfind("no /dev/dma_heap", 0) != 0)
+		CHECK(false, "no system heap buffer: %s", h->why().c_str());
+	else if (asked.empty())
+		skip("no dma-buf exporter sroce maps here: " + no_udmabuf +
+		     "; " + h->why());
 	else
-		CHECK(false, "no udmabuf: %s", d->why().c_str());
+		skip(h->why());
 	return nullptr;
 }
 
-// ibv_reg_dmabuf_mr() of a range of @d, which must work. EOPNOTSUPP is
-// udmabuf's before 6.2 (7ae2e684854c, "udmabuf: add vmap and vunmap
-// methods to udmabuf_ops"): sroce copies with the CPU and needs the
-// kernel mapping it lacks; the test is then not run. Anywhere else it is
-// a failure.
-ibv_mr *reg(ibv_pd *pd, UDmaBuf &d, uint64_t offset, size_t len,
+// ibv_reg_dmabuf_mr() of a range of @d (or of the dma-buf @fd of @d's
+// exporter), which must work: make_dmabuf() chose an exporter sroce maps.
+ibv_mr *reg(ibv_pd *pd, DmaBuf &d, uint64_t offset, size_t len,
 	    uint64_t iova, int access, int fd = -1)
 {
 	ibv_mr *mr = ibv_reg_dmabuf_mr(pd, offset, len, iova,
 				       fd >= 0 ? fd : d.fd(), access);
-	if (!mr && errno == EOPNOTSUPP && kernel_before(6, 2)) {
-		skip("this kernel's udmabuf (before 6.2) gives the kernel no "
-		     "mapping of its buffers, which sroce's CPU copies need "
-		     "(ibv_reg_dmabuf_mr: EOPNOTSUPP)");
-		return nullptr;
-	}
-	CHECK(mr, "ibv_reg_dmabuf_mr(offset %llu, length %zu, iova 0x%llx, "
-	      "access 0x%x): %s", (unsigned long long)offset, len,
-	      (unsigned long long)iova, access, strerror(errno));
+	CHECK(mr, "ibv_reg_dmabuf_mr of a %s buffer (offset %llu, length "
+	      "%zu, iova 0x%llx, access 0x%x): %s", d.exporter(),
+	      (unsigned long long)offset, len, (unsigned long long)iova,
+	      access, strerror(errno));
 	return mr;
 }
 
@@ -106,8 +146,8 @@ bool expect_bytes(const uint8_t *m, const std::vector<uint8_t> &want,
 	return !changed;
 }
 
-// The whole udmabuf, as the memfd's mapping shows it, is @want.
-bool expect_buf(UDmaBuf &d, const std::vector<uint8_t> &want,
+// The whole dma-buf, as its owner's mapping shows it, is @want.
+bool expect_buf(DmaBuf &d, const std::vector<uint8_t> &want,
 		const char *what)
 {
 	return expect_bytes(d.map(), want, what);
@@ -184,10 +224,14 @@ long dmabuf_objects()
 	return n;
 }
 
-// Areas vm_map_ram() mapped in the kernel now (/proc/vmallocinfo), where
-// udmabuf's kernel mappings are; -1 where that cannot be read.
-long vm_map_ram_areas()
+// The kernel mappings of @exporter's buffers there are now
+// (/proc/vmallocinfo): udmabuf's are vm_map_ram() areas, the system
+// heap's are vmap()s called from system_heap_do_vmap() (named by their
+// caller); -1 where that cannot be read.
+long kernel_mappings(const char *exporter)
 {
+	const char *mark = strcmp(exporter, "udmabuf") ? "system_heap" :
+							 "vm_map_ram";
 	std::ifstream f("/proc/vmallocinfo");
 	std::string line;
 	long n = 0;
@@ -195,7 +239,7 @@ long vm_map_ram_areas()
 	if (!f)
 		return -1;
 	while (std::getline(f, line))
-		n += line.find("vm_map_ram") != std::string::npos;
+		n += line.find(mark) != std::string::npos;
 	return n;
 }
 
@@ -236,13 +280,13 @@ long long mr_num_attr(Pair &p, uint64_t len, const char *key)
 }
 
 // WRITE, READ and the atomics into and out of a dma-buf MR, read back
-// through the memfd: the whole buffer checked after each, and a's buffer
-// too where a READ or an atomic lands. The MR as a local SGE: a SEND's
-// and a WRITE's source, a READ's and a receive's target.
+// through the owner's mapping: the whole buffer checked after each, and
+// a's buffer too where a READ or an atomic lands. The MR as a local SGE:
+// a SEND's and a WRITE's source, a READ's and a receive's target.
 void t_dmabuf_rdma(Pair &p)
 {
 	const size_t len = 256 * 1024;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	pattern(d->map(), len, 0x31);
@@ -350,7 +394,7 @@ void t_dmabuf_rdma(Pair &p)
 void t_dmabuf_offset(Pair &p)
 {
 	const size_t len = 64 * 1024, off = 2 * kPage + 104, n = 10000;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	pattern(d->map(), len, 0x42);
@@ -382,14 +426,17 @@ void t_dmabuf_offset(Pair &p)
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg: %s", strerror(errno));
 }
 
-// The owner closes the dma-buf fd and the memfd, then unmaps it: the MR
-// holds the buffer, traffic still lands and reads back; the dereg frees
+// The owner closes every fd it has (the dma-buf's; a udmabuf's memfd
+// too), then unmaps its own mapping (the memfd's, or the system heap's
+// mmap of the dma-buf, which held the buffer too): the MR alone holds the
+// buffer, traffic still lands, seen through the owner's mapping while
+// there is one and by a READ of the whole buffer after; the dereg frees
 // it (debugfs' count of dma-bufs).
 void t_dmabuf_close_fd(Pair &p)
 {
 	const size_t len = 64 * 1024;
 	long before = dmabuf_objects();
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	pattern(d->map(), len, 0x13);
@@ -397,8 +444,7 @@ void t_dmabuf_close_fd(Pair &p)
 	ibv_mr *mr = reg(p.b.pd, *d, 0, len, kIova, kAll);
 	if (!mr)
 		return;
-	d->close_fd();
-	d->close_memfd();
+	d->close_fds();
 	fill(p.a, 0, 2000, 0x66);
 	expect_eq_status(write_to(p, kIova + 100, mr->rkey, 2000, 1),
 			 IBV_WC_SUCCESS, "WRITE after the fd was closed");
@@ -439,7 +485,7 @@ void t_dmabuf_close_fd(Pair &p)
 void dereg_under(Pair &p, ibv_wr_opcode op)
 {
 	const size_t len = 1024 * 1024, chunk = 64 * 1024;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	pattern(d->map(), len, 0x24);
@@ -509,37 +555,62 @@ void t_dmabuf_dereg_inflight(Pair &p)
 		dereg_under(p, IBV_WR_RDMA_READ);
 }
 
-// 10^3 registrations and deregistrations, each of a new dma-buf of the
-// same pages whose fd is closed while it is registered (every 100th
-// carries a WRITE and a READ): afterwards as many dma-bufs, kernel
-// mappings, MRs and sroce kernel memory as before, and the memory
-// available back within 16 MiB.
+// 10^3 registrations and deregistrations, each of a new dma-buf whose fd
+// the owner closes while it is registered (every 100th carries a WRITE and
+// a READ, seen through the owner's mapping): afterwards as many dma-bufs,
+// kernel mappings of the exporter's, MRs and sroce kernel memory as
+// before, and the memory available back within 16 MiB. A udmabuf's new
+// dma-buf is another of the same memfd pages; the system heap makes a
+// buffer per dma-buf, so there each cycle's is a new buffer, which the
+// dereg frees (its owner's mapping gone first).
 void t_dmabuf_cycles(Pair &p)
 {
 	const size_t len = 1024 * 1024;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
+	auto *u = dynamic_cast<UDmaBuf *>(d.get());
 	pattern(d->map(), len, 0x55);
-	// One registration first: it must work at all.
+	// One registration first: it must work at all, and its kernel
+	// mapping be where the cycles count them.
+	long areas = kernel_mappings(d->exporter());
 	ibv_mr *mr = reg(p.b.pd, *d, 0, len, kIova, kAll);
 	if (!mr)
 		return;
+	CHECK(areas < 0 || kernel_mappings(d->exporter()) > areas,
+	      "%ld kernel mappings of %s buffers with an MR, %ld before",
+	      kernel_mappings(d->exporter()), d->exporter(), areas);
 	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
-	long bufs = dmabuf_objects(), areas = vm_map_ram_areas();
+	long bufs = dmabuf_objects();
+	areas = kernel_mappings(d->exporter());
 	long long kmem = port_counter(p, "kmem_bytes");
 	size_t mrs = my_mrs(p);
 	long avail = mem_available_kb();
 	int i;
 
 	for (i = 0; i < 1000 && !failures; i++) {
-		int fd = d->another();
-		CHECK(fd >= 0, "udmabuf %d: %s", i, d->why().c_str());
+		// This cycle's dma-buf: its fd, and where its owner sees it.
+		std::unique_ptr<HeapBuf> h;
+		uint8_t *bytes = d->map();
+		int fd;
+		if (u) {
+			fd = u->another();
+			CHECK(fd >= 0, "udmabuf %d: %s", i, u->why().c_str());
+		} else {
+			h = std::make_unique<HeapBuf>(len);
+			CHECK(h->map(), "system heap buffer %d: %s", i,
+			      h->why().c_str());
+			fd = h->map() ? h->fd() : -1;
+			bytes = h->map();
+		}
 		if (fd < 0)
 			break;
 		uint64_t iova = kIova + uint64_t(i) * len;
 		mr = reg(p.b.pd, *d, 0, len, iova, kAll, fd);
-		close(fd);
+		if (h)
+			h->close_fd();
+		else
+			close(fd);
 		if (!mr)
 			break;
 		if (i % 100 == 0) {
@@ -547,17 +618,19 @@ void t_dmabuf_cycles(Pair &p)
 			expect_eq_status(write_to(p, iova + 4096 * (i / 100),
 						  mr->rkey, 8192, 1),
 					 IBV_WC_SUCCESS, "WRITE");
-			CHECK(!memcmp(d->map() + 4096 * (i / 100),
-				      &p.a.buf[0], 8192),
+			CHECK(!memcmp(bytes + 4096 * (i / 100), &p.a.buf[0],
+				      8192),
 			      "cycle %d: written bytes differ", i);
 			expect_eq_status(post_one(p.a, IBV_WR_RDMA_READ,
 						  uintptr_t(&p.a.buf[65536]),
 						  8192, p.a.mr->lkey,
 						  iova, mr->rkey, 2),
 					 IBV_WC_SUCCESS, "READ");
-			CHECK(!memcmp(d->map(), &p.a.buf[65536], 8192),
+			CHECK(!memcmp(bytes, &p.a.buf[65536], 8192),
 			      "cycle %d: read bytes differ", i);
 		}
+		if (h)
+			h->unmap();
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg %d: %s", i,
 		      strerror(errno));
 	}
@@ -566,9 +639,9 @@ void t_dmabuf_cycles(Pair &p)
 	      "%ld dma-bufs after the cycles, %ld before", dmabuf_objects(),
 	      bufs);
 	// Other kernel users may map a few meanwhile; a leak is 1000.
-	CHECK(areas < 0 || vm_map_ram_areas() <= areas + 4,
-	      "%ld vm_map_ram areas after the cycles, %ld before",
-	      vm_map_ram_areas(), areas);
+	CHECK(areas < 0 || kernel_mappings(d->exporter()) <= areas + 4,
+	      "%ld kernel mappings of %s buffers after the cycles, %ld "
+	      "before", kernel_mappings(d->exporter()), d->exporter(), areas);
 	CHECK(port_counter(p, "kmem_bytes") == kmem,
 	      "kmem_bytes %lld after the cycles, %lld before",
 	      port_counter(p, "kmem_bytes"), kmem);
@@ -579,7 +652,7 @@ void t_dmabuf_cycles(Pair &p)
 	      "MemAvailable %ld kB after the cycles, %ld kB before", now,
 	      avail);
 	if (bufs < 0 || areas < 0)
-		fprintf(stderr, "note: dma-bufs (%ld) or vm_map_ram areas "
+		fprintf(stderr, "note: dma-bufs (%ld) or kernel mappings "
 			"(%ld) could not be counted\n", bufs, areas);
 }
 
@@ -621,15 +694,14 @@ void t_dmabuf_badfd(Pair &p)
 // Ranges and access a dma-buf MR refuses, each EINVAL (ib_core's checks
 // and sroce's, as ib_umem_dmabuf_get() would answer), all made before the
 // buffer is mapped: nothing registered and no reference to the buffer
-// left (debugfs' count of dma-bufs). Then a good registration: it works,
-// or where udmabuf gives the kernel no mapping (before 6.2) it is refused
-// with EOPNOTSUPP, leaving nothing behind either.
+// left (debugfs' count of dma-bufs). Then a good registration: it works.
+// (A udmabuf where sroce maps none: dmabuf_udmabuf_kernel.)
 void t_dmabuf_errors(Pair &p)
 {
 	const size_t len = 64 * 1024;
 	long before = dmabuf_objects();
 	size_t mrs = my_mrs(p);
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	struct {
@@ -663,13 +735,7 @@ void t_dmabuf_errors(Pair &p)
 	for (auto b : bad)
 		expect_refused(p.b.pd, b.offset, b.len, b.iova, d->fd(),
 			       b.access, EINVAL, b.what);
-	errno = 0;
-	ibv_mr *mr = ibv_reg_dmabuf_mr(p.b.pd, 0, len, kIova, d->fd(), kAll);
-	if (kernel_before(6, 2))
-		CHECK(mr || errno == EOPNOTSUPP, "a good registration where "
-		      "udmabuf may have no vmap: %s", strerror(errno));
-	else
-		CHECK(mr, "a good registration: %s", strerror(errno));
+	ibv_mr *mr = reg(p.b.pd, *d, 0, len, kIova, kAll);
 	if (mr)
 		CHECK(ibv_dereg_mr(mr) == 0, "dereg: %s", strerror(errno));
 	CHECK(my_mrs(p) == mrs, "%zu MRs after the refusals, %zu before",
@@ -845,8 +911,11 @@ void t_dmabuf_unlisted(Pair &p)
 // A udmabuf over a huge page (a hugetlbfs memfd: one large folio) is
 // refused with EOPNOTSUPP, the whole page and one 4 KiB page of it: 6.12's
 // udmabuf maps every page of a folio as its first (from 6.12.48 on), so
-// sroce maps no udmabuf over huge pages anywhere. Needs /dev/udmabuf and a
-// free huge page (the case adds one to the pool).
+// sroce maps no udmabuf over huge pages anywhere. Where sroce maps no
+// udmabuf at all (udmabuf_unmapped_why(): 6.1) that refusal comes first
+// (dmabuf_udmabuf_kernel), and this test checks only that it holds over a
+// huge page too. Needs /dev/udmabuf and a free huge page (the case adds
+// one to the pool).
 void t_dmabuf_hugetlb(Pair &p)
 {
 	size_t mrs = my_mrs(p);
@@ -893,6 +962,57 @@ void t_dmabuf_hugetlb(Pair &p)
 	      my_mrs(p), mrs);
 }
 
+// sroce maps udmabuf on the kernels whose udmabuf gives it a mapping it can
+// use, and only there (udmabuf_unmapped_why(), by the version). Where not
+// (6.1: the debug kernel of make check-debug), a udmabuf is refused with
+// EOPNOTSUPP before anything is mapped or charged, whatever the range and
+// access, a bad range still EINVAL (checked first); where it does (6.12),
+// a good registration works. Either way nothing is left behind: no MR,
+// sroce's kernel memory and the count of dma-bufs as before. Needs
+// /dev/udmabuf.
+void t_dmabuf_udmabuf_kernel(Pair &p)
+{
+	const size_t len = 64 * 1024;
+	const std::string why = udmabuf_unmapped_why();
+	long before = dmabuf_objects();
+	long long kmem = port_counter(p, "kmem_bytes");
+	size_t mrs = my_mrs(p);
+	auto d = std::make_unique<UDmaBuf>(len);
+
+	if (d->fd() < 0) {
+		if (d->why().rfind("no /dev/udmabuf", 0) == 0)
+			skip(d->why());
+		else
+			CHECK(false, "no udmabuf: %s", d->why().c_str());
+		return;
+	}
+	if (why.empty()) {
+		note("sroce maps this kernel's udmabuf");
+		ibv_mr *mr = reg(p.b.pd, *d, 0, len, kIova, kAll);
+		if (mr)
+			CHECK(ibv_dereg_mr(mr) == 0, "dereg: %s",
+			      strerror(errno));
+	} else {
+		note("udmabuf refused: " + why);
+		expect_refused(p.b.pd, 0, len, kIova, d->fd(), kAll,
+			       EOPNOTSUPP, "a udmabuf");
+		expect_refused(p.b.pd, kPage + 100, kPage, 100, d->fd(),
+			       IBV_ACCESS_REMOTE_READ, EOPNOTSUPP,
+			       "a range inside a udmabuf, read-only");
+		expect_refused(p.b.pd, 0, len + 1, kIova, d->fd(), kAll, EINVAL,
+			       "one byte past the end of a udmabuf");
+	}
+	CHECK(my_mrs(p) == mrs, "%zu MRs afterwards, %zu before", my_mrs(p),
+	      mrs);
+	CHECK(port_counter(p, "kmem_bytes") == kmem,
+	      "kmem_bytes %lld afterwards, %lld before",
+	      port_counter(p, "kmem_bytes"), kmem);
+	d.reset();
+	CHECK(before < 0 || dmabuf_objects() == before,
+	      "%ld dma-bufs after the close, %ld before", dmabuf_objects(),
+	      before);
+}
+
 // A raw REREG_MR command (ib_uverbs write()): libibverbs never sends one
 // for a dma-buf MR, a process can. Returns 0 or the errno.
 int raw_rereg(Pair &p, ibv_mr *mr, uint32_t flags, uint64_t start,
@@ -930,7 +1050,7 @@ void t_dmabuf_rereg(Pair &p)
 	const size_t len = 64 * 1024;
 	const int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	pattern(d->map(), len, 0x71);
@@ -984,13 +1104,13 @@ void t_dmabuf_rereg(Pair &p)
 }
 
 // "rdma resource show mr": a dma-buf MR says so (kind dmabuf, its
-// exporter udmabuf, the pages of the whole buffer, which the kernel maps
-// whatever the range, and their page table entries' 8 bytes each as its
-// kmem), also once its fd is closed; gone after the dereg.
+// exporter, udmabuf or system, the pages of the whole buffer, which the
+// kernel maps whatever the range, and their page table entries' 8 bytes
+// each as its kmem), also once its fd is closed; gone after the dereg.
 void t_dmabuf_res(Pair &p)
 {
 	const size_t len = 64 * 1024, n = 3 * kPage;
-	auto d = make_udmabuf(len);
+	auto d = make_dmabuf(p, len);
 	if (!d)
 		return;
 	ibv_mr *mr = reg(p.b.pd, *d, kPage + 100, n, 100, kAll);
@@ -1000,9 +1120,9 @@ void t_dmabuf_res(Pair &p)
 	std::string kind = mr_attr(p, n, "kind"),
 		    exporter = mr_attr(p, n, "exporter"),
 		    odp = mr_attr(p, n, "odp");
-	CHECK(kind == "dmabuf" && exporter == "udmabuf" && odp == "no",
-	      "kind \"%s\", exporter \"%s\", odp \"%s\"", kind.c_str(),
-	      exporter.c_str(), odp.c_str());
+	CHECK(kind == "dmabuf" && exporter == d->exporter() && odp == "no",
+	      "kind \"%s\", exporter \"%s\" (expected \"%s\"), odp \"%s\"",
+	      kind.c_str(), exporter.c_str(), d->exporter(), odp.c_str());
 	// The range spans 4 pages; the kernel maps all 16 of the buffer.
 	long long pages = mr_num_attr(p, n, "pages_mapped");
 	CHECK(pages == len / kPage, "pages_mapped %lld, expected %ld", pages,
@@ -1027,6 +1147,7 @@ const Test tests[] = {
 	{ "dmabuf_heap", t_dmabuf_heap, nullptr, false },
 	{ "dmabuf_unlisted", t_dmabuf_unlisted, nullptr, false },
 	{ "dmabuf_hugetlb", t_dmabuf_hugetlb, nullptr, false },
+	{ "dmabuf_udmabuf_kernel", t_dmabuf_udmabuf_kernel, nullptr, false },
 };
 
 } // namespace
