@@ -377,13 +377,22 @@ done
 # file system, iSER, SRP, RDS, link faults under them): VM_KVERS leaves
 # them out.
 kernel_clients="nfs_rdma|nvme_rdma_fs|iser|srp|rds_rdma|ulp_link_fault|ulp_link_fault_scsi"
-# vlan.sh: against rdma_rxe in every run (interop is what VLANs need: rxe
-# checks the device a packet arrived on); sroce against sroce on the debug
-# kernel only, which has the time (each adds about 6 min; CI's is 45).
-vlan_ss=
-[ -n "${SROCE_KERNEL:-}" ] && vlan_ss=vlan
-pair_suite sroce-sroce sroce interop loss hostile faults ulp $vlan_ss
-pair_suite sroce-rxe rxe interop loss ulp ulp_nfs ulp_srp ulp_iser vlan
+# The one-VM cases that repeat, at scale or for long, what other cases
+# already do once (a load, a flood of keys or objects, link churn, the
+# fuzzer, workers stalled by the hundred): VM_KVERS leaves them out too,
+# the run on KVER has them. `make check KVER=RELEASE` runs them there.
+at_scale="stress|mr_key_flood|object_limits|link_churn|vfuzz|odp_stall_isolation"
+# Pair steps: vlan.sh in both pairs (issue 36: a VLAN between two sroce
+# devices, and against rdma_rxe, which checks the device a packet arrived
+# on; about 3.5 min each). The kernel clients between two VMs (NFS, SRP,
+# iSER against rdma_rxe: about 5.5 min) run on the debug kernel only
+# (make check-debug), for CI's time: every client runs in make check's
+# one-VM suite, over sroce, and NVMe-oF between the VMs (ulp.sh).
+ulp_pair=
+[ -n "${SROCE_KERNEL:-}" ] && ulp_pair="ulp_nfs ulp_srp ulp_iser"
+pair_suite sroce-sroce sroce interop loss hostile faults ulp vlan
+# shellcheck disable=SC2086 # $ulp_pair: step names or nothing
+pair_suite sroce-rxe rxe interop loss ulp $ulp_pair vlan
 vm_suite "$@"
 # The one-VM suite on other kernels: sroce.ko built for each into
 # build/ko/RELEASE/, where the VM's runner finds it (tests/lib.sh).
@@ -397,13 +406,14 @@ for kv in ${VM_KVERS:-}; do
 		continue
 	fi
 	# The kernel clients' cases test the clients of the kernel the suite
-	# runs on: the other kernels' runs leave them out (CI's time, issue
-	# 35), unless cases are named. `make check KVER=RELEASE` runs them.
+	# runs on, and the cases at scale repeat what the others do once: the
+	# other kernels' runs leave them out (CI's time, issue 35), unless
+	# cases are named. `make check KVER=RELEASE` runs them.
 	if [ $# -gt 0 ]; then
 		KVER=$kv vm_suite "$@"
 	else
 		mapfile -t some < <(printf '%s\n' tests/cases/*.sh |
-			grep -vE "/($kernel_clients)\.sh$")
+			grep -vE "/($kernel_clients|$at_scale)\.sh$")
 		KVER=$kv vm_suite "${some[@]}"
 	fi
 done
