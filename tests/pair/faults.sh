@@ -41,7 +41,11 @@ bw_args="-F -b -D 60 -s 65536" down_s=3
 
 # The injector's actions, on its ib_write_bw $pid.
 do_kill() { kill -KILL "$pid"; }
+# eth0 keeps its IPv6 address through the down and up (by default a
+# link down flushes a static one, and the steps after this script, such
+# as vlan.sh's, need eth0's RoCE v2 GID of fd00:3::N).
 do_link_down() {
+	sysctl -qw net.ipv6.conf.eth0.keep_addr_on_down=1 &&
 	ip link set eth0 down && sleep $down_s && ip link set eth0 up &&
 		wait_for 30 grep -qx 1 /sys/class/net/eth0/carrier
 }
