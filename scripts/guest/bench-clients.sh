@@ -60,15 +60,6 @@ nfs_mnt=/tmp/bench-nfs-mnt	# the client's mount point
 nfs_state=/tmp/bench-nfs-state	# bound over /var/lib/nfs (read-only)
 nfs_mountd=''
 
-nfs_mountd_ready() { # rpc.mountd holds the export cache's channel
-	local f
-
-	for f in "/proc/$nfs_mountd/fd"/*; do
-		[[ $(readlink "$f") == */rpc/nfsd.export/channel ]] && return 0
-	done
-	return 1
-}
-nfs_grace_over() { [ "$(cat /proc/fs/nfsd/v4_end_grace 2>/dev/null)" = Y ]; }
 
 # nfs_up DEV: see tests/cases/nfs_rdma.sh for why each step is as it is
 nfs_up() {
@@ -97,7 +88,7 @@ nfs_up() {
 		"$ulp_ip/32:$nfs_exp" 2>&1) || { ulp_no "exportfs: $out"; return 1; }
 	rpc.mountd -F -N 2 -N 3 -u > /tmp/bench-nfs-mountd.log 2>&1 &
 	nfs_mountd=$!
-	wait_for 10 nfs_mountd_ready ||
+	wait_for 10 mountd_ready "$nfs_mountd" ||
 		{ ulp_no "rpc.mountd did not start: $(tail -1 /tmp/bench-nfs-mountd.log)"; return 1; }
 	timeout 60 rpc.nfsd -N 3 -V 4.2 -U -G 10 -L 30 4 ||
 		{ ulp_no "rpc.nfsd failed: $(klog_tail)"; return 1; }
@@ -106,7 +97,7 @@ nfs_up() {
 			{ ulp_no "no rdma listener on $nfs_port: $(klog_tail)"; return 1; }
 	fi
 	echo Y > /proc/fs/nfsd/v4_end_grace 2>/dev/null
-	wait_for 30 nfs_grace_over ||
+	wait_for 30 grace_over ||
 		{ ulp_no "the NFSv4 grace period did not end"; return 1; }
 	out=$(timeout 60 mount -t nfs -o vers=4.2,proto=rdma,port=$nfs_port \
 		"$ulp_ip:/" $nfs_mnt 2>&1) ||
