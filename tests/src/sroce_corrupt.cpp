@@ -5,8 +5,8 @@
 // never a kernel fault. This test reaches the provider's ring structures
 // (userspace/sroce.h) the way a buggy application's stray stores would.
 //
-//   sroce-corrupt DEV sq_index|wqe|cq_index|xrc_doorbell|qp_modify_method|
-//                     cq_resize_resp
+//   sroce-corrupt DEV sq_index|wqe|cq_index|xrc_doorbell|xrc_post_send|
+//                     qp_modify_method|cq_resize_resp
 #include "../../userspace/sroce.h"
 #include "check.h"
 
@@ -198,6 +198,55 @@ void t_xrc_doorbell(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
 	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
 }
 
+// ib_uverbs' write command POST_SEND (libibverbs' ibv_cmd_post_send(),
+// which sroce's provider never calls: it fills the send ring itself) given
+// an XRC receive QP: not offered (EOPNOTSUPP), the WR handed back. ib_core
+// makes the target QP as a kernel QP, with no ring mapped, so were the
+// command enabled (the device's uverbs_cmd_mask, as rxe and siw set it)
+// uverbs would hand sroce_post_send() the process's WRs, inline data at its
+// addresses included, for a QP with no send CQ: the command must stay off,
+// or sroce_post_send() refuse such QPs first. An inline SEND and a plain one.
+extern "C" int ibv_cmd_post_send(ibv_qp *ibqp, ibv_send_wr *wr,
+				 ibv_send_wr **bad_wr);
+
+void t_xrc_post_send(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
+{
+	ibv_xrcd_init_attr xa{};
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = -1;
+	xa.oflags = O_CREAT;
+	ibv_xrcd *xrcd = ibv_open_xrcd(ctx, &xa);
+	CHECK(xrcd, "open XRCD: %s", strerror(errno));
+	if (!xrcd)
+		return;
+	ibv_qp_init_attr_ex ia{};
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
+	CHECK(qp, "create XRC_RECV QP: %s", strerror(errno));
+	if (qp) {
+		static char data[64] = "inline from a user address";
+		for (unsigned flags : { unsigned(IBV_SEND_INLINE), 0U }) {
+			ibv_sge sge{ uintptr_t(data), sizeof(data), 0 };
+			ibv_send_wr wr{}, *bad = nullptr;
+			wr.wr_id = 7;
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.opcode = IBV_WR_SEND;
+			wr.send_flags = flags | IBV_SEND_SIGNALED;
+			int ret = ibv_cmd_post_send(qp, &wr, &bad);
+			CHECK(ret == EOPNOTSUPP && bad == &wr, "POST_SEND "
+			      "(write command) of a%s SEND on an XRC receive "
+			      "QP: %d (%s), bad_wr %s, expected EOPNOTSUPP and "
+			      "the WR", flags ? "n inline" : "", ret,
+			      strerror(ret), bad == &wr ? "the WR" : "not the WR");
+		}
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy XRC_RECV QP");
+	}
+	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+}
+
 // SROCE_METHOD_QP_MODIFY (the modify an importing process uses) makes the
 // checks ib_uverbs' own modify makes: a state past ERR is EINVAL, a
 // privileged Q_Key (high bit) is EPERM; the QP is left as it was, and a
@@ -362,6 +411,7 @@ int main(int argc, char **argv)
 		  t == "wqe"		  ? t_wqe :
 		  t == "cq_index"	  ? t_cq_index :
 		  t == "xrc_doorbell"	  ? t_xrc_doorbell :
+		  t == "xrc_post_send"	  ? t_xrc_post_send :
 		  t == "qp_modify_method" ? t_qp_modify_method :
 		  t == "cq_resize_resp"	  ? t_cq_resize_resp : nullptr;
 	if (!fn)
