@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
 #include <poll.h>
 #include <string_view>
 #include <sys/ioctl.h>
@@ -170,9 +171,9 @@ void t_cq_index(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq, ibv_qp *qp)
 		ibv_dereg_mr(mr);
 }
 
-// The driver's doorbell method given an XRC receive QP (ib_core's share of
-// a target QP, with no rings): refused with EINVAL, the kernel untouched.
-void t_xrc_doorbell(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
+// @use(qp) on an XRC receive QP of a new XRCD (ib_core's share of a target
+// QP, with no rings), then both torn down, each step checked.
+void with_xrc_recv_qp(ibv_context *ctx, const std::function<void(ibv_qp *)> &use)
 {
 	ibv_xrcd_init_attr xa{};
 	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
@@ -189,13 +190,22 @@ void t_xrc_doorbell(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
 	ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
 	CHECK(qp, "create XRC_RECV QP: %s", strerror(errno));
 	if (qp) {
+		use(qp);
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy XRC_RECV QP");
+	}
+	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+}
+
+// The driver's doorbell method given an XRC receive QP (ib_core's share of
+// a target QP, with no rings): refused with EINVAL, the kernel untouched.
+void t_xrc_doorbell(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
+{
+	with_xrc_recv_qp(ctx, [](ibv_qp *qp) {
 		int ret = doorbell(qp);
 		CHECK(ret == -1 && errno == EINVAL,
 		      "doorbell on an XRC receive QP: %d (%s), expected EINVAL",
 		      ret, strerror(errno));
-		CHECK(ibv_destroy_qp(qp) == 0, "destroy XRC_RECV QP");
-	}
-	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+	});
 }
 
 // ib_uverbs' write command POST_SEND (libibverbs' ibv_cmd_post_send(),
@@ -211,21 +221,7 @@ extern "C" int ibv_cmd_post_send(ibv_qp *ibqp, ibv_send_wr *wr,
 
 void t_xrc_post_send(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
 {
-	ibv_xrcd_init_attr xa{};
-	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-	xa.fd = -1;
-	xa.oflags = O_CREAT;
-	ibv_xrcd *xrcd = ibv_open_xrcd(ctx, &xa);
-	CHECK(xrcd, "open XRCD: %s", strerror(errno));
-	if (!xrcd)
-		return;
-	ibv_qp_init_attr_ex ia{};
-	ia.qp_type = IBV_QPT_XRC_RECV;
-	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
-	ia.xrcd = xrcd;
-	ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
-	CHECK(qp, "create XRC_RECV QP: %s", strerror(errno));
-	if (qp) {
+	with_xrc_recv_qp(ctx, [](ibv_qp *qp) {
 		static char data[64] = "inline from a user address";
 		for (unsigned flags : { unsigned(IBV_SEND_INLINE), 0U }) {
 			ibv_sge sge{ uintptr_t(data), sizeof(data), 0 };
@@ -242,9 +238,7 @@ void t_xrc_post_send(ibv_context *ctx, ibv_pd *, ibv_cq *, ibv_qp *)
 			      "the WR", flags ? "n inline" : "", ret,
 			      strerror(ret), bad == &wr ? "the WR" : "not the WR");
 		}
-		CHECK(ibv_destroy_qp(qp) == 0, "destroy XRC_RECV QP");
-	}
-	CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+	});
 }
 
 // SROCE_METHOD_QP_MODIFY (the modify an importing process uses) makes the
