@@ -793,8 +793,8 @@ iser_login() {
 			"got '$(cat "/sys/class/scsi_host/$h/proc_name")'"; return 1; }
 }
 # iser_logout IQN ADDR IFACE: log out of IQN at ADDR:3260; its session
-# goes
-# Runtime PM of the session's SCSI target and disks is turned off first:
+# goes. The session's SCSI target and disks are held resumed first
+# (power/control "on": runtime suspend off), as
 # the logout removes them from the session's WQ_MEM_RECLAIM workqueue
 # (iscsi_ctrl_H:S, __iscsi_unbind_session()), and removing a device
 # flushes its runtime-PM work (pm_runtime_remove()), on the !WQ_MEM_RECLAIM
@@ -802,7 +802,8 @@ iser_login() {
 # request of the disk's last I/O is still queued there (seen once on
 # 6.1's debug kernel, over sroce against rdma_rxe; any RDMA device or
 # iscsi_tcp would do the same). With control "on" no request is queued
-# any more; the second's sleep lets one already queued run.
+# any more; the second's sleep lets one already queued run. Fewer than
+# the target and one disk found fails: the layout is not what this knows.
 iser_logout() {
 	local out s c n=0
 	if s=$(iscsi_session "$1") && s=$(readlink -f "$s/device"); then
