@@ -295,6 +295,35 @@ rmmod_wait() {
 		"$(ls "/sys/module/$1/holders" 2>/dev/null)"
 }
 
+# forget_cm_locks: unload rdma_cm (rdma_ucm first), so that lockdep
+# forgets the lock classes whose keys live in it, and every dependency it
+# recorded through them. Lockdep tracks classes, not locks: xprtrdma frees
+# its CQs (cancel_work_sync of cq->work) inside its RDMA CM handler, under
+# the cm_id's handler_mutex, when the handler drops the endpoint's last
+# reference (rpcrdma_ep_put() on DISCONNECTED or DEVICE_REMOVAL); nvmet
+# takes nvmet_config_sem in a CQ's work (the admin Connect's data, read by
+# RDMA READ) and destroys its listener under it (a port's unlink). One
+# boot that runs both sees handler_mutex -> cq->work -> config_sem ->
+# handler_mutex over unrelated cm_ids and CQs: a report of Linux's
+# clients, not of sroce (6.1.192 debug kernel, nvme_rdma after nfs_rdma),
+# after which lockdep is off for the rest of the boot. So the one-VM cases
+# that use xprtrdma end with this, and those that use nvmet unload it (in
+# the pair suites, ulp.sh unloads nvmet before ulp_nfs runs).
+# Where lockdep is on (/proc/lockdep), handler_mutex's class must be gone.
+forget_cm_locks() {
+	local m
+	for m in rdma_ucm rdma_cm; do
+		[ -d "/sys/module/$m" ] || continue
+		wait_for 30 rmmod "$m" 2>/dev/null || fail "rmmod $m, so that" \
+			"lockdep forgets its lock classes: refcount" \
+			"$(cat "/sys/module/$m/refcnt" 2>/dev/null), holders" \
+			"$(ls "/sys/module/$m/holders" 2>/dev/null)"
+	done
+	[ -e /proc/lockdep ] || return 0
+	! grep -q 'id_priv->handler_mutex' /proc/lockdep ||
+		fail "lockdep still has rdma_cm's handler_mutex class after rmmod rdma_cm"
+}
+
 # link_delete_after WHAT: "rdma link delete sroce0" ends in time and the
 # device is gone, after the kernel client WHAT left it
 link_delete_after() {

@@ -176,4 +176,5 @@ wait_for 30 is_base || fail "kernel objects on sroce0 after teardown:" \
 	"expected $base as before the case, got $(kernel_counts sroce0):" \
 	"$(kernel_listing sroce0 | tr '\n' ';')"
 expect_eq "rdma_cm IDs on port $port after teardown" 0 "$(listeners)"
+forget_cm_locks
 link_delete_after NFS/RDMA

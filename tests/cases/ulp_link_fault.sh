@@ -246,4 +246,5 @@ rmmod_wait rpcrdma
 wait_for 30 ulp_base_is
 ulp_base_check "after NFS"
 expect_eq "rdma_cm IDs on port $nfs_port after NFS" 0 "$(cm_ids $nfs_port)"
+forget_cm_locks
 link_delete "at the end"
