@@ -18,9 +18,14 @@
 # VM runs this machine's root (modprobe there must find them); no image goes
 # to /boot, so scripts/host/kver.sh never picks this kernel for the normal
 # suite.
-# A changed configuration fragment (below) or source version rebuilds.
+# The Linux fixes it carries, scripts/host/debug-kernel/*.patch, are bugs
+# of Linux's own that the suite's checkers report (each patch says which
+# and why); the stock kernels the suite runs on have them still.
+# A changed configuration fragment (below), set of patches or source
+# version rebuilds.
 set -euo pipefail
 cache=${SROCE_CACHE:-/var/cache/sroce}/debug
+patches=$(cd "$(dirname "$0")" && pwd)/debug-kernel
 [ "${1:-}" = --path ] && { echo "$cache"; exit 0; }
 
 srcpkg=linux-source-6.1
@@ -188,8 +193,27 @@ have_tools() {
 		--no-install-recommends "$srcpkg" bc flex bison libelf-dev \
 		libssl-dev rsync >&2
 }
+# carry: apply the patches carried to the source tree, once each. A tree
+# kept from an earlier build has a copy of each patch it took in
+# $cache/carried/: one no longer carried, or changed since, is reversed.
+carry() {
+	local done=$cache/carried p
+	mkdir -p "$done"
+	for p in "$done"/*.patch; do
+		[ -e "$p" ] || continue
+		cmp -s "$p" "$patches/${p##*/}" && continue
+		patch -s -d "$src" -p1 -R < "$p" >&2
+		rm "$p"
+	done
+	for p in "$patches"/*.patch; do
+		[ -e "$p" ] && [ ! -e "$done/${p##*/}" ] || continue
+		patch -s -d "$src" -p1 --forward < "$p" >&2
+		cp "$p" "$done/"
+	done
+}
 ver=$(dpkg-query -W -f='${Version}' "$srcpkg")
-stamp="$ver $(fragment | md5sum | cut -d' ' -f1)"
+stamp="$ver $( { fragment; cat "$patches"/*.patch 2>/dev/null; } |
+	md5sum | cut -d' ' -f1)"
 if [ -f "$cache/stamp" ] && [ "$(cat "$cache/stamp")" = "$stamp" ] &&
    [ -f "$cache/bzImage" ] && [ -d "/lib/modules/$(cat "$cache/release")" ]; then
 	cat "$cache/release"
@@ -203,7 +227,7 @@ build=$cache/build
 # two). Another source version, or no tree: from scratch.
 if [ -f "$cache/stamp" ] && [ "$(cut -d' ' -f1 "$cache/stamp")" = "$ver" ] &&
    [ -f "$build/.config" ] && [ -d "$src" ]; then
-	echo "debug-kernel: the configuration changed: rebuilding $srcpkg $ver in place" >&2
+	echo "debug-kernel: the configuration or the patches changed: rebuilding $srcpkg $ver in place" >&2
 	rm -f "$cache/stamp"
 else
 	echo "debug-kernel: building $srcpkg $ver with KASAN/lockdep/UBSAN/kmemleak (about an hour on 2 cores)" >&2
@@ -212,6 +236,7 @@ else
 	tar -C "$cache" -xf "$(src_tar)"
 	mkdir -p "$build"
 fi
+carry
 fragment > "$cache/fragment.config"
 make -s -C "$src" O="$build" defconfig >&2
 make -s -C "$src" O="$build" kvm_guest.config >&2
