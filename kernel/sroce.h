@@ -416,8 +416,11 @@ struct sroce_inline;
  * @active: what the engine last published as the SQ's kernel_active
  * @inl: while a doorbell runs the engine (under @lock): where its loopback
  *       packets list their QPs, or NULL
+ * @owner: the user context (the opened uverbs file) that made a user QP;
+ *         NULL for a kernel QP. Only a doorbell on a QP of @owner runs
+ *         this QP inline (sroce_task.c). Compared, never dereferenced
  * @ref: held by the QP table, by each received packet queued to the QP and
- *       by a doorbell's struct sroce_inline entry
+ *       by an entry of a doorbell of @owner's (struct sroce_inline)
  * @released: completed when @ref drops to zero
  * @rx_queue: received packets for the engine, queued and taken only by
  *            sroce_task.c (own lock)
@@ -450,6 +453,7 @@ struct sroce_qp {
 	bool destroyed;
 	bool active;
 	struct sroce_inline *inl;
+	const struct ib_ucontext *owner;
 	refcount_t ref;
 	struct completion released;
 	struct sk_buff_head rx_queue;

@@ -282,6 +282,7 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->resp.rwqe = kzalloc(sroce_qp_rwqe_size(init, has_rq ? rq_slot : 0), gfp);
 	if (!qp->sq_copy || !qp->swqe || !qp->resp.rwqe)
 		goto err_mem;
+	qp->owner = uctx;
 	refcount_set(&qp->ref, 1);
 	init_completion(&qp->released);
 	timer_setup(&qp->timer, sroce_qp_timer, 0);

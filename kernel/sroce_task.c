@@ -23,12 +23,22 @@ static struct workqueue_struct *sroce_wq;
  * on loopback (each entry holds a reference), so that a reply on the same
  * host does not wait for a worker to be scheduled. Lives on the
  * doorbell's stack.
+ *
+ * Only QPs of the rung QP's own user context are listed (@owner): those
+ * of the process that rings (or of one it shares its uverbs file with).
+ * A run may sleep for as long as the memory it copies likes (an ODP fault
+ * on a FUSE file waits, uninterruptibly, for the file's server), and the
+ * list holds its references, and runs its QPs, until the runs before them
+ * are done: another process's QP, even of the same user (containers
+ * sharing a uid, a seteuid() window), would have its destroy wait on, and
+ * its work done by, a thread it cannot stop. Those go to the workqueue.
  */
 #define SROCE_INLINE_MAX 8
 struct sroce_inline {
 	struct sroce_qp *qp[SROCE_INLINE_MAX];
 	int n;
 	int done;	/* entries already run */
+	const struct ib_ucontext *owner;	/* the rung QP's */
 };
 
 /**
@@ -82,7 +92,8 @@ void sroce_task_sched(struct sroce_qp *qp)
  * @qp: the destination QP
  *
  * Return: true if the doorbell will run @qp (listed, with a reference);
- * false if the caller must queue @qp's work (the list is full).
+ * false if the caller must queue @qp's work (the list is full, or @qp is
+ * not a QP of the doorbell's user context).
  */
 static bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
 {
@@ -92,7 +103,8 @@ static bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
 	for (i = inl->done; i < inl->n; i++)
 		if (inl->qp[i] == qp)
 			return true;
-	if (inl->n == SROCE_INLINE_MAX)
+	/* inl->owner is a user context: a kernel QP (NULL) never matches. */
+	if (inl->n == SROCE_INLINE_MAX || qp->owner != inl->owner)
 		return false;
 	refcount_inc(&qp->ref);
 	inl->qp[inl->n++] = qp;
@@ -295,10 +307,12 @@ static void sroce_qp_work(struct work_struct *work)
  * @qp: a user QP, kept alive by the caller's uverbs object lock
  *
  * Sends in the caller's context, without a hop through the workqueue.
+ * uverbs found @qp by a handle of the caller's own uverbs file: @qp's
+ * owner is the caller's user context, and only its QPs run here.
  */
 void sroce_task_doorbell(struct sroce_qp *qp)
 {
-	struct sroce_inline inl = {};
+	struct sroce_inline inl = { .owner = qp->owner };
 
 	sroce_qp_run(qp, &inl, false);
 	/*
