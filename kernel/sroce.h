@@ -424,6 +424,8 @@ struct sroce_inline;
  * @released: completed when @ref drops to zero
  * @rx_queue: received packets for the engine, queued and taken only by
  *            sroce_task.c (own lock)
+ * @rx_closed: set by destroy under @rx_queue's lock: nothing is queued
+ *             after it, packets for the QP are dropped as they arrive
  * @timer: RNR back-off; queues @work when it fires
  * @retry_timer: RC transport timer (attribute timeout); pushed forward by
  *               every acknowledgment, it fires only when nothing came back
@@ -457,6 +459,7 @@ struct sroce_qp {
 	refcount_t ref;
 	struct completion released;
 	struct sk_buff_head rx_queue;
+	bool rx_closed;
 	struct timer_list timer;
 	struct timer_list retry_timer;
 	u32 mtu;

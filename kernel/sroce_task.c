@@ -86,6 +86,16 @@ void sroce_task_sched(struct sroce_qp *qp)
 	queue_work(sroce_wq, &qp->work);
 }
 
+/* Drop a packet for @qp that no run will take, and its reference. */
+static void sroce_qp_drop_skb(struct sroce_qp *qp, struct sk_buff *skb)
+{
+	sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
+		      "psn %u dropped: QP in error or destroyed\n",
+		      SROCE_PKT(skb)->psn);
+	kfree_skb(skb);
+	sroce_qp_put(qp);
+}
+
 /**
  * sroce_inline_add - a doorbell's loopback packet was queued to @qp
  * @inl: the doorbell's list
@@ -124,7 +134,17 @@ static bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
 void sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl)
 {
-	skb_queue_tail(&qp->rx_queue, skb);
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->rx_queue.lock, flags);
+	if (qp->rx_closed) {
+		/* Being destroyed: no run will take it, nor need to. */
+		spin_unlock_irqrestore(&qp->rx_queue.lock, flags);
+		sroce_qp_drop_skb(qp, skb);
+		return;
+	}
+	__skb_queue_tail(&qp->rx_queue, skb);
+	spin_unlock_irqrestore(&qp->rx_queue.lock, flags);
 	/* From a doorbell on this host: it runs the QP on its way out. */
 	if (!(inl && sroce_inline_add(inl, qp)))
 		sroce_task_sched(qp);
@@ -135,13 +155,8 @@ static void sroce_qp_purge(struct sroce_qp *qp)
 {
 	struct sk_buff *skb;
 
-	while ((skb = skb_dequeue(&qp->rx_queue))) {
-		sroce_drop_qp(qp, SROCE_CNT_DROP_QP_STATE,
-			      "psn %u dropped: QP in error or destroyed\n",
-			      SROCE_PKT(skb)->psn);
-		kfree_skb(skb);
-		sroce_qp_put(qp);
-	}
+	while ((skb = skb_dequeue(&qp->rx_queue)))
+		sroce_qp_drop_skb(qp, skb);
 }
 
 /* Packets processed per run of the engine before it lets others run. */
@@ -329,17 +344,42 @@ void sroce_task_doorbell(struct sroce_qp *qp)
 }
 
 /**
- * sroce_task_drain - the engine's last run for a QP being destroyed
+ * sroce_task_drain - stop a QP's engine for good, for its destroy
  * @qp: the QP, marked destroyed and out of the QP table, the table's
  *      reference dropped
  *
- * That run drops the packets still queued, and their references. Waits
- * until every reference is gone (queued packets, a doorbell's list entry,
- * a receive path's own), then until the work item is idle.
+ * Needs no worker: the engine's workqueue is shared, and any user can
+ * fill a CPU's share of it (max_active) with work stalled in ODP faults
+ * on its own FUSE file, so a destroy that waited for its QP's work to be
+ * run there could wait as long as that user likes, uninterruptibly.
+ * Here the receive queue is closed (later packets are dropped as they
+ * arrive) and emptied in the caller's thread. Then waits until every
+ * reference is gone: a receive path's own (held across an enqueue and
+ * schedule, which do not sleep), and a doorbell's list entry, which only
+ * a doorbell on a QP of this QP's user context holds (sroce_inline_add()).
+ * Last, a pending work item is taken off the queue, without a worker, and
+ * a running one is waited for: that runs this QP's engine only, on this
+ * QP's memory (its packets to other QPs are only queued to them).
  */
 void sroce_task_drain(struct sroce_qp *qp)
 {
-	sroce_task_sched(qp);
+	struct sk_buff_head dead;
+	struct sk_buff *skb;
+	unsigned long flags;
+
+	__skb_queue_head_init(&dead);
+	spin_lock_irqsave(&qp->rx_queue.lock, flags);
+	qp->rx_closed = true;
+	skb_queue_splice_init(&qp->rx_queue, &dead);
+	spin_unlock_irqrestore(&qp->rx_queue.lock, flags);
+	while ((skb = __skb_dequeue(&dead)))
+		sroce_qp_drop_skb(qp, skb);
+
 	wait_for_completion(&qp->released);
+	/*
+	 * Last: a receive path that queued before the close schedules the
+	 * work after it, holding its reference until then. With no
+	 * reference left nothing queues it again.
+	 */
 	cancel_work_sync(&qp->work);
 }
