@@ -193,8 +193,15 @@ void sroce_mcast_rcv(struct sroce_dev *sdev, struct sk_buff *skb,
 			 * No reference of our own across the enqueue: an
 			 * attached QP outlives our lock (ib_core destroys no
 			 * QP with groups attached, and detaching takes it).
+			 * So it is never being destroyed here; if it were,
+			 * the copy would be dropped as the QP's.
 			 */
-			sroce_task_rx(m->qp, copy, NULL);
+			if (!sroce_task_rx(m->qp, copy, NULL)) {
+				sroce_drop_qp(m->qp, SROCE_CNT_DROP_QP_STATE,
+					      "multicast dropped: QP destroyed\n");
+				kfree_skb(copy);
+				sroce_qp_put(m->qp);
+			}
 		}
 	}
 	spin_unlock_bh(&sdev->mcast_lock);

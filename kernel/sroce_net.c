@@ -211,8 +211,10 @@ static bool sroce_pkt_to_arrival_gid(struct sroce_dev *sdev,
  * A packet dropped is counted once, by the first check it fails, in this
  * order: malformed (length, opcode, transport version, pad:
  * drop_malformed), not to a GID of its arrival device (drop_bad_dest),
- * ICRC (drop_icrc_err), no QP (drop_no_qp), the QP's receive queue full
- * (drop_rx_queue_full).
+ * ICRC (drop_icrc_err), no QP (drop_no_qp: a QP being destroyed too), the
+ * QP's receive queue full (drop_rx_queue_full). Only a packet queued to
+ * its QP counts as received (rcvd_pkts, rcvd_bytes); one the QP's engine
+ * then drops counts in that drop's counter as well.
  */
 void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 {
@@ -224,6 +226,8 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 	struct sroce_qp *qp;
 	struct sroce_bth *bth;
 	unsigned int pad, len;
+	u32 paylen;
+	bool queued;
 	__le32 icrc;
 
 	if (skb_linearize(skb))
@@ -289,18 +293,26 @@ void sroce_rcv(struct sroce_dev *sdev, struct sk_buff *skb, bool wire)
 		why = SROCE_CNT_DROP_RX_FULL;
 		goto drop;
 	}
-	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
-	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, pkt->paylen);
 
 	/*
 	 * The queued packet owns pkt->qp's reference, and the engine may
 	 * take and free the packet as soon as it is queued: hold the QP
-	 * ourselves until its work is scheduled.
+	 * ourselves until its work is scheduled, and count the packet from
+	 * what was read before.
 	 */
 	qp = pkt->qp;
+	paylen = pkt->paylen;
 	refcount_inc(&qp->ref);
-	sroce_task_rx(qp, skb, inl);
+	queued = sroce_task_rx(qp, skb, inl);
 	sroce_qp_put(qp);
+	if (!queued) {
+		/* Being destroyed, out of the QP table already: no QP. */
+		sroce_qp_put(qp);
+		why = SROCE_CNT_DROP_NO_QP;
+		goto drop;
+	}
+	sroce_count(sdev, SROCE_CNT_RCVD_PKTS);
+	sroce_count_add(sdev, SROCE_CNT_RCVD_BYTES, paylen);
 	return;
 drop:
 	sroce_drop(sdev, why, "received packet of %u bytes dropped\n",

@@ -130,24 +130,27 @@ static bool sroce_inline_add(struct sroce_inline *inl, struct sroce_qp *qp)
  * Any context. The engine may take and free the packet, and with it its
  * reference, as soon as it is queued: the caller keeps @qp alive until this
  * returns.
+ *
+ * Return: true if queued; false if @qp is being destroyed (no run will
+ * take the packet, nor need to): then @skb, and its reference, are still
+ * the caller's to drop.
  */
-void sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
+bool sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&qp->rx_queue.lock, flags);
 	if (qp->rx_closed) {
-		/* Being destroyed: no run will take it, nor need to. */
 		spin_unlock_irqrestore(&qp->rx_queue.lock, flags);
-		sroce_qp_drop_skb(qp, skb);
-		return;
+		return false;
 	}
 	__skb_queue_tail(&qp->rx_queue, skb);
 	spin_unlock_irqrestore(&qp->rx_queue.lock, flags);
 	/* From a doorbell on this host: it runs the QP on its way out. */
 	if (!(inl && sroce_inline_add(inl, qp)))
 		sroce_task_sched(qp);
+	return true;
 }
 
 /* Drop the packets queued to a QP that will not process them. */

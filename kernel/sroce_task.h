@@ -49,7 +49,7 @@ void sroce_task_exit(void);
 /* A QP's life: created, scheduled, fed packets, rung, destroyed. */
 void sroce_task_qp_init(struct sroce_qp *qp);
 void sroce_task_sched(struct sroce_qp *qp);
-void sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
+bool sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl);
 void sroce_task_doorbell(struct sroce_qp *qp);
 void sroce_task_drain(struct sroce_qp *qp);
