@@ -639,14 +639,17 @@ static inline struct sroce_send_wqe *sroce_swqe_copy(struct sroce_qp *qp,
 			     qp->sq.slot_size;
 }
 
-/* The requester's SGEs: lkeys of the QP's PD. */
+/*
+ * The requester's SGEs: lkeys of the QP's PD, memory of the QP's own user
+ * context, whose faults it may wait for.
+ */
 static inline int sroce_qp_copy_sges(struct sroce_qp *qp,
 				     const struct sroce_sge *sge, u32 nsge,
 				     u32 offset, void *buf, u32 len,
 				     bool to_mem)
 {
 	return sroce_copy_sges(to_sdev(qp->ibqp.device), qp->ibqp.pd, sge,
-			       nsge, offset, buf, len, to_mem);
+			       nsge, offset, buf, len, to_mem, SROCE_FAULT);
 }
 
 #endif /* SROCE_H */

@@ -585,16 +585,19 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @buf: kernel buffer
  * @len: bytes
  * @to_mem: copy @buf into the memory (else the memory into @buf)
+ * @fault: whether an ODP MR's missing pages are faulted in, and waited for
  *
- * May sleep (an ODP MR's pages are faulted in). A null MR's map discards
- * what is copied into it and gives zeroes.
+ * May sleep (an ODP MR's pages are faulted in; with SROCE_NO_FAULT it
+ * waits for no fault). A null MR's map discards what is copied into it
+ * and gives zeroes.
  * Return: 0; or for an ODP MR, -EFAULT when its memory cannot be had
- * (nothing mapped there, or not writable for a write) and -ENOMEM when a
- * child umem of its range cannot be allocated; some bytes may have been
- * copied.
+ * (nothing mapped there, or not writable for a write), -ENOMEM when a
+ * child umem of its range cannot be allocated, and with SROCE_NO_FAULT
+ * -EAGAIN when a page is not present (a job faults it in); some bytes may
+ * have been copied.
  */
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		   bool to_mem)
+		   bool to_mem, enum sroce_fault fault)
 {
 	struct sroce_pin *pin = map->pin;
 	u64 off;
@@ -619,7 +622,7 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		return 0;
 	}
 	if (pin->odp)
-		return sroce_odp_copy(map, va, buf, len, to_mem);
+		return sroce_odp_copy(map, va, buf, len, to_mem, fault);
 
 	off = va - map->base + pin->offset;
 	/* A dma-buf's range is contiguous in its kernel mapping. */
@@ -655,15 +658,19 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * @buf: kernel buffer
  * @len: bytes
  * @to_mem: into the SGEs' memory (needs local write access)
+ * @fault: whether ODP pages are faulted in (sroce_map_copy())
  *
- * Return: 0, -ERANGE if the list is shorter than @offset + @len, or -EACCES
+ * Return: 0, -ERANGE if the list is shorter than @offset + @len, -EACCES
  * if an lkey does not grant the access (wrong key, PD, access or bounds)
- * or its ODP memory cannot be had.
+ * or its ODP memory cannot be had, or with SROCE_NO_FAULT -EAGAIN when an
+ * ODP page is not present (a job faults it in; the copy may be made again
+ * then).
  */
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
-		    u32 len, bool to_mem)
+		    u32 len, bool to_mem, enum sroce_fault fault)
 {
+	int err;
 	u32 i;
 
 	for (i = 0; i < nsge && len; i++) {
@@ -680,13 +687,12 @@ int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
 		if (IS_ERR(map))
 			return -EACCES;
-		if (sroce_map_copy(map, sge[i].addr + offset, buf, n,
-				   to_mem)) {
-			/* ODP memory that is not there (or not writable) */
-			sroce_map_put(map);
-			return -EACCES;
-		}
+		err = sroce_map_copy(map, sge[i].addr + offset, buf, n, to_mem,
+				     fault);
 		sroce_map_put(map);
+		/* ODP memory not present now, or not to be had (not writable) */
+		if (err)
+			return err == -EAGAIN ? err : -EACCES;
 		buf += n;
 		len -= n;
 		offset = 0;
@@ -726,7 +732,7 @@ static DEFINE_SPINLOCK(sroce_atomic_lock);
  */
 static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 			 u64 (*op)(u64 old, u64 a, u64 b), u64 a, u64 b,
-			 const u64 *new)
+			 const u64 *new, enum sroce_fault fault)
 {
 	bool odp = map->type == SROCE_MAP_USER && map->pin->odp;
 	struct ib_umem_odp *locked = NULL;
@@ -745,7 +751,8 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 		return -EINVAL;
 	/* ODP: the page is faulted in and held before the spinlock. */
 	if (odp) {
-		addr = sroce_odp_lock(map, va, sizeof(u64), true, &locked);
+		addr = sroce_odp_lock(map, va, sizeof(u64), true, fault,
+				      &locked);
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
 	}
@@ -753,12 +760,13 @@ static int sroce_map_rmw(struct sroce_map *map, u64 va, u64 *old,
 	if (odp)
 		memcpy(&orig, addr, sizeof(orig));
 	else if (op)
-		sroce_map_copy(map, va, &orig, sizeof(orig), false);
+		sroce_map_copy(map, va, &orig, sizeof(orig), false,
+			       SROCE_FAULT);
 	val = op ? op(orig, a, b) : *new;
 	if (odp)
 		memcpy(addr, &val, sizeof(val));
 	else
-		sroce_map_copy(map, va, &val, sizeof(val), true);
+		sroce_map_copy(map, va, &val, sizeof(val), true, SROCE_FAULT);
 	spin_unlock_bh(&sroce_atomic_lock);
 	if (odp)
 		sroce_odp_unlock(map, locked);
@@ -785,19 +793,20 @@ static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
  * @swap: the value to store if equal (CMP_SWAP)
  * @cmp_swap: compare and swap (else fetch and add)
  * @orig: set to the original value
+ * @fault: whether an ODP MR's page is faulted in (sroce_map_copy())
  *
  * Atomic with respect to every other sroce atomic on the machine.
  * Return: 0; -EINVAL when the 8 bytes are not aligned in memory (whatever
- * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had) or
- * -ENOMEM (a child umem of its range cannot be allocated); nothing done on
- * error.
+ * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had),
+ * -ENOMEM (a child umem of its range cannot be allocated) or -EAGAIN (not
+ * present, SROCE_NO_FAULT); nothing done on error.
  */
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
-		     u64 swap, bool cmp_swap, u64 *orig)
+		     u64 swap, bool cmp_swap, u64 *orig, enum sroce_fault fault)
 {
 	return sroce_map_rmw(map, va, orig,
 			     cmp_swap ? sroce_op_cmp_swap : sroce_op_fetch_add,
-			     compare_add, swap, NULL);
+			     compare_add, swap, NULL, fault);
 }
 
 /**
@@ -805,14 +814,13 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
  * @map: a map from sroce_mem_get() covering the 8 aligned bytes at @va
  * @va: the address, 8-byte aligned
  * @val: the bytes to store, in memory order
+ * @fault: whether an ODP MR's page is faulted in (sroce_map_copy())
  *
  * No other sroce atomic sees the location half written.
- * Return: 0; -EINVAL when the 8 bytes are not aligned in memory (whatever
- * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had) or
- * -ENOMEM (a child umem of its range cannot be allocated); nothing done on
- * error.
+ * Return: as sroce_map_atomic().
  */
-int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val)
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val,
+			   enum sroce_fault fault)
 {
-	return sroce_map_rmw(map, va, NULL, NULL, 0, 0, &val);
+	return sroce_map_rmw(map, va, NULL, NULL, 0, 0, &val, fault);
 }

@@ -66,6 +66,30 @@ static inline u32 sroce_key_index(u32 key)
 		  ##__VA_ARGS__)
 
 /**
+ * struct sroce_odp_later - an ODP range's job for accesses that could not
+ *                          wait: it faults in what they found missing
+ * @work: the job, on the fault-ahead workqueue (sroce_odp.c)
+ * @map: the map of the access that queued it, a reference the job drops;
+ *       set (from NULL, by cmpxchg()) while the job is queued or running,
+ *       so that one at a time is
+ * @va: the first byte missing
+ * @len: the access's bytes from @va
+ * @write: the access writes
+ * @bad: the user address (plus 1) of an access whose bytes the last job
+ *       could not fault in (nothing mapped there, or not writable for a
+ *       write), or 0: that access, made again, fails as a faulting access
+ *       would have, rather than wait again; the next job clears it
+ */
+struct sroce_odp_later {
+	struct work_struct work;
+	struct sroce_map *map;
+	u64 va;
+	u64 len;
+	bool write;
+	unsigned long bad;
+};
+
+/**
  * struct sroce_pin - what a user MR's addresses reach: pinned user pages,
  *                    an on-demand paging range, or a dma-buf's memory
  * @ref: held by each map that translates through them
@@ -109,6 +133,8 @@ static inline u32 sroce_key_index(u32 key)
  *              stream's fault-ahead made present for its next message
  * @ahead_queued: ODP: fault-ahead jobs queued for the range
  * @ahead_run: ODP: those of them that ran (the others were cancelled)
+ * @later: ODP: faulting in, beside, what an access that may not wait
+ *         found missing (SROCE_NO_FAULT)
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
  *        range's page lists (its children's as they come and go), the
  *        page tables of a dma-buf's kernel mapping
@@ -139,6 +165,7 @@ struct sroce_pin {
 	atomic64_t prefetched;
 	atomic64_t ahead_queued;
 	atomic64_t ahead_run;
+	struct sroce_odp_later later;
 	struct sroce_kmem kmem;
 };
 
@@ -384,10 +411,10 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 				u64 length, int access,
 				struct sroce_kmem_user *ku);
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
-		     struct ib_umem_odp **locked);
+		     enum sroce_fault fault, struct ib_umem_odp **locked);
 void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		   bool to_mem);
+		   bool to_mem, enum sroce_fault fault);
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
@@ -406,7 +433,8 @@ static inline struct sroce_pin *sroce_odp_get(struct ib_device *ibdev,
 }
 
 static inline void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len,
-				   bool write, struct ib_umem_odp **locked)
+				   bool write, enum sroce_fault fault,
+				   struct ib_umem_odp **locked)
 {
 	return ERR_PTR(-EOPNOTSUPP);
 }
@@ -417,7 +445,7 @@ static inline void sroce_odp_unlock(struct sroce_map *map,
 }
 
 static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
-				 u64 len, bool to_mem)
+				 u64 len, bool to_mem, enum sroce_fault fault)
 {
 	return -EOPNOTSUPP;
 }

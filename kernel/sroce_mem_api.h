@@ -62,6 +62,21 @@ struct sroce_ahead {
 	u64 msg_end;
 };
 
+/*
+ * Whether an access may wait for ODP pages to be faulted in. A fault waits
+ * for as long as the memory's owner likes (a page of its FUSE file waits,
+ * uninterruptibly, for the file's server): an access may wait only where
+ * nothing but that owner waits for it in turn.
+ */
+enum sroce_fault {
+	SROCE_FAULT,		/* fault in what is missing, and wait */
+	SROCE_NO_FAULT,		/* take only pages present now: else
+				 * -EAGAIN, a job faulting the rest in
+				 * beside (sroce_odp.c), waited for by no
+				 * QP
+				 */
+};
+
 /* A window bind, as a send WQE carries it. */
 struct sroce_bind {
 	u32 mw_key;	/* a key of the window (its index counts) */
@@ -80,13 +95,14 @@ struct sroce_map *sroce_mem_get(struct sroce_dev *sdev, struct ib_pd *pd,
 u64 sroce_map_id(const struct sroce_map *map);
 void sroce_map_put(struct sroce_map *map);
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		   bool to_mem);
+		   bool to_mem, enum sroce_fault fault);
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
-		    u32 len, bool to_mem);
+		    u32 len, bool to_mem, enum sroce_fault fault);
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
-		     u64 swap, bool cmp_swap, u64 *orig);
-int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val);
+		     u64 swap, bool cmp_swap, u64 *orig, enum sroce_fault fault);
+int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val,
+			   enum sroce_fault fault);
 
 /* sroce_odp.c: faulting ahead of a responder's stream of messages */
 #if SROCE_ODP

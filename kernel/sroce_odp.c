@@ -57,6 +57,11 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 	.invalidate = sroce_odp_invalidate,
 };
 
+static void sroce_odp_later_work(struct work_struct *work);
+static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
+				  bool write);
+static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva);
+
 /* A chunked ODP range: a child umem covers each chunk of this size. */
 #define SROCE_ODP_CHILD_SHIFT	24
 
@@ -117,6 +122,7 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 		return ERR_PTR(-ENOMEM);
 	kref_init(&pin->ref);
 	pin->ibdev = ibdev;
+	INIT_WORK(&pin->later.work, sroce_odp_later_work);
 	sroce_kmem_start(&pin->kmem, ku);
 	if (sroce_odp_is_chunked(start, length, access)) {
 		/* ib_core's implicit roots take no huge-page hint. */
@@ -327,6 +333,30 @@ static struct ib_umem_odp *sroce_odp_get_umem(struct sroce_pin *pin, u64 uva)
 	return child;
 }
 
+/*
+ * As sroce_odp_get_umem(), for an access that may not wait: a chunked
+ * range's child only if it is there and @pin->child_rwsem is free for
+ * reading now. A child is made, or freed to make room, under the rwsem
+ * held for writing, and making one may wait for the process's mmap lock
+ * (sroce_odp_mapped()), which its own stalled faults may hold; accesses
+ * through children hold the rwsem for reading across their faults.
+ * Return: the umem, or ERR_PTR(-EAGAIN).
+ */
+static struct ib_umem_odp *sroce_odp_try_umem(struct sroce_pin *pin, u64 uva)
+{
+	struct ib_umem_odp *child;
+
+	if (!pin->chunked)
+		return pin->odp;
+	if (!down_read_trylock(&pin->child_rwsem))
+		return ERR_PTR(-EAGAIN);
+	child = xa_load(&pin->children, uva >> SROCE_ODP_CHILD_SHIFT);
+	if (child)
+		return child;
+	up_read(&pin->child_rwsem);
+	return ERR_PTR(-EAGAIN);
+}
+
 static void sroce_odp_put_umem(struct sroce_pin *pin)
 {
 	if (pin->chunked)
@@ -339,21 +369,27 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
  * @va: the first byte, an address of @map
  * @len: bytes, within one page
  * @write: the access writes
+ * @fault: whether a page that is not present is faulted in and waited for
  * @locked: set to the umem whose umem_mutex is held
  *
  * An ODP range: fault in (for writing if @write) the page that holds
  * [va, va + len), which must not cross a page, and return its kernel
  * address with the range's umem_mutex held, so that no invalidation takes
- * the page away until sroce_odp_unlock().
+ * the page away until sroce_odp_unlock(). With SROCE_NO_FAULT only a page
+ * present now is taken: for one that is not, a job faults it in beside
+ * (sroce_odp_fault_later()), and the caller may try again later. Then
+ * nothing here waits for the process (its mmap lock, its faults): only
+ * for the umem_mutex, which no one holds across a fault.
  *
  * Return: the kernel address of @va; ERR_PTR(-EINVAL) when the bytes
  * cross a page; ERR_PTR(-EFAULT) when the page cannot be had (not mapped,
- * not writable for a write, or its process has exited); or
- * ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's chunk
- * cannot be allocated.
+ * not writable for a write, or its process has exited; with
+ * SROCE_NO_FAULT: the last job found so); ERR_PTR(-ENOMEM) when a chunked
+ * range's child umem for @va's chunk cannot be allocated; or with
+ * SROCE_NO_FAULT ERR_PTR(-EAGAIN) when the page is not present.
  */
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
-		     struct ib_umem_odp **locked)
+		     enum sroce_fault fault, struct ib_umem_odp **locked)
 {
 	u64 uva = sroce_odp_uva(map, va);
 	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
@@ -362,9 +398,15 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	size_t idx;
 	u64 psize;
 
-	odp = sroce_odp_get_umem(map->pin, uva);
-	if (IS_ERR(odp))
-		return ERR_CAST(odp);
+	if (fault == SROCE_NO_FAULT) {
+		odp = sroce_odp_try_umem(map->pin, uva);
+		if (IS_ERR(odp))
+			goto later;
+	} else {
+		odp = sroce_odp_get_umem(map->pin, uva);
+		if (IS_ERR(odp))
+			return ERR_CAST(odp);
+	}
 	/* One page (of the umem's size) is held: the bytes must lie in it. */
 	psize = BIT_ULL(odp->page_shift);
 	if ((uva & (psize - 1)) + len > psize) {
@@ -382,6 +424,10 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	dma = odp->dma_list[idx];
 	if ((dma & bits) != bits) {
 		mutex_unlock(&odp->umem_mutex);
+		if (fault == SROCE_NO_FAULT) {
+			sroce_odp_put_umem(map->pin);
+			goto later;
+		}
 		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
 			goto fault;
 		dma = odp->dma_list[idx];
@@ -397,10 +443,16 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 	       (uva & (BIT_ULL(odp->page_shift) - 1));
 fault:
 	sroce_odp_put_umem(map->pin);
+refused:
 	sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
 		      "key %#x: page of %#llx not had for %s\n", map->key, va,
 		      write ? "writing" : "reading");
 	return ERR_PTR(-EFAULT);
+later:
+	if (sroce_odp_later_failed(map->pin, uva))
+		goto refused;
+	sroce_odp_fault_later(map, va, len, write);
+	return ERR_PTR(-EAGAIN);
 }
 
 /**
@@ -421,14 +473,16 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp)
  * @buf: kernel buffer
  * @len: bytes
  * @to_mem: copy @buf into the memory (else the memory into @buf)
+ * @fault: whether pages that are not present are faulted in
  *
  * Page by page, each faulted in and held only for its copy.
  * Return: 0; or -EFAULT when a page cannot be had, -ENOMEM when a chunk's
- * child umem cannot be allocated (as sroce_odp_lock()); some bytes may
- * have been copied.
+ * child umem cannot be allocated, -EAGAIN when a page is not present and
+ * may not be faulted in (as sroce_odp_lock()); some bytes may have been
+ * copied.
  */
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
-		   bool to_mem)
+		   bool to_mem, enum sroce_fault fault)
 {
 	u64 psize = BIT_ULL(map->pin->odp->page_shift);
 
@@ -436,7 +490,7 @@ int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		u64 uva = sroce_odp_uva(map, va);
 		u64 n = min(len, psize - (uva & (psize - 1)));
 		struct ib_umem_odp *odp;
-		void *addr = sroce_odp_lock(map, va, n, to_mem, &odp);
+		void *addr = sroce_odp_lock(map, va, n, to_mem, fault, &odp);
 
 		if (IS_ERR(addr))
 			return PTR_ERR(addr);
@@ -602,7 +656,8 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 /*
  * Fault-ahead jobs run here, beside the engine and on any CPU. The engine
  * waits for them (a stream's next message flushes its job), so they must
- * progress as it does.
+ * progress as it does. So do the jobs of accesses that could not wait
+ * (struct sroce_odp_later), which no engine waits for.
  */
 static struct workqueue_struct *sroce_odp_wq;
 
@@ -650,6 +705,96 @@ static void sroce_ahead_work(struct work_struct *work)
 	}
 	ahead->map = NULL;
 	sroce_map_put(map);
+}
+
+/*
+ * Fault in what accesses that could not wait found missing: the access's
+ * own bytes, as its faults would have been, then what follows it in the
+ * map, up to SROCE_PREFETCH_CHUNK from the first, as prefetched (the
+ * message's next packets go there): through implicit ODP only as far as
+ * private anonymous memory goes, as a stream's job. Bytes of the access
+ * that cannot be had are noted (@later->bad), so that the access, made
+ * again, fails rather than wait again. Then let the next job be queued,
+ * and drop the map (the last reference may free the pin, and this job
+ * with it: nothing touches it after).
+ */
+static void sroce_odp_later_work(struct work_struct *work)
+{
+	struct sroce_odp_later *later = container_of(work,
+						     struct sroce_odp_later,
+						     work);
+	struct sroce_map *map = later->map;
+	u64 va = later->va, len = later->len;
+	/* the map's bytes from @va on (@va is one of them: no overflow) */
+	u64 room = map->length - (va - map->iova);
+	bool write = later->write;
+	u64 more;
+
+	if (sroce_odp_fault_ahead(map, va, len, write, false) < len) {
+		/* the access, made again, fails as a faulting one would */
+		WRITE_ONCE(later->bad,
+			   (unsigned long)sroce_odp_uva(map, va) + 1);
+	} else if (room > len) {
+		va += len;
+		more = min_t(u64, room - len, SROCE_PREFETCH_CHUNK - len);
+		if (map->pin->implicit)
+			more = sroce_odp_private_len(map, va, more);
+		if (more)
+			sroce_odp_fault_ahead(map, va, more, write, true);
+	}
+	/* release: the fields above are read before another job sets them */
+	smp_store_release(&later->map, NULL);
+	sroce_map_put(map);
+}
+
+/*
+ * Did the last job of @pin find that the access at user address @uva
+ * cannot be had? Then this access fails, once: the note is taken.
+ */
+static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva)
+{
+	unsigned long bad = (unsigned long)uva + 1;
+
+	return READ_ONCE(pin->later.bad) == bad &&
+	       cmpxchg(&pin->later.bad, bad, 0) == bad;
+}
+
+/**
+ * sroce_odp_fault_later - fault in, beside, what an access that may not
+ *                         wait found missing
+ * @map: the access's map, an ODP range's (a reference the caller holds)
+ * @va: the first byte missing
+ * @len: the access's bytes from @va
+ * @write: the access writes
+ *
+ * Queues @map's range's job (struct sroce_odp_later) on the fault-ahead
+ * workqueue, unless it is queued or running already: then the access,
+ * tried again later, queues it again if its page is still missing. The
+ * job holds a reference to @map, none to any QP: only the map's
+ * retirement (its MR's deregistration or re-registration, which waits,
+ * killably, for every access) waits for it.
+ */
+static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
+				  bool write)
+{
+	struct sroce_odp_later *later = &map->pin->later;
+
+	if (READ_ONCE(later->map))
+		return;
+	kref_get(&map->ref);
+	if (cmpxchg(&later->map, NULL, map)) {
+		sroce_map_put(map);
+		return;
+	}
+	later->va = va;
+	later->len = len;
+	later->write = write;
+	/* A note of the last job that no access took is stale now. */
+	WRITE_ONCE(later->bad, 0);
+	sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
+		      "key %#x: page of %#llx not present, faulted in beside\n",
+		      map->key, va);
+	queue_work(sroce_odp_wq, &later->work);
 }
 
 /**

@@ -168,7 +168,7 @@ static int sroce_resp_copy_sges(struct sroce_qp *qp,
 				u32 offset, void *buf, u32 len)
 {
 	return sroce_copy_sges(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
-			       sge, nsge, offset, buf, len, true);
+			       sge, nsge, offset, buf, len, true, SROCE_FAULT);
 }
 
 static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
@@ -464,11 +464,12 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			u64 val;
 
 			memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
-			err = sroce_map_atomic_write(map, r->va, val);
+			err = sroce_map_atomic_write(map, r->va, val,
+						     SROCE_FAULT);
 		} else {
 			/* ODP memory that is not there, or not writable */
 			err = sroce_map_copy(map, r->va, sroce_pkt_payload(skb),
-					     pkt->paylen, true);
+					     pkt->paylen, true, SROCE_FAULT);
 		}
 		sroce_map_put(map);
 		/* An atomic write not aligned in memory: invalid request */
@@ -544,7 +545,7 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 		/* ODP memory that is not there fails the READ as well */
 		err = map ? sroce_map_copy(map, r->read_va,
 					   sroce_pkt_payload(skb), paylen,
-					   false) : -EACCES;
+					   false, SROCE_FAULT) : -EACCES;
 		if (map)
 			sroce_map_put(map);
 		if (err) {
@@ -694,10 +695,11 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 		return SROCE_RESP_NAK_ACCESS;
 	if (SROCE_OP_BASE(SROCE_PKT(skb)->opcode) == SROCE_RC_CMP_SWAP)
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->compare),
-				       be64_to_cpu(a->swap_add), true, &orig);
+				       be64_to_cpu(a->swap_add), true, &orig,
+				       SROCE_FAULT);
 	else
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
-				       false, &orig);
+				       false, &orig, SROCE_FAULT);
 	sroce_map_put(mr);
 	/*
 	 * Aligned at @va but not in memory (a zero-based window at an odd
