@@ -277,7 +277,9 @@ struct sroce_req {
  * @epsn: the PSN expected next
  * @msn: messages completed
  * @opcode: opcode of the last packet of the message in progress, or -1
- * @nak_sent: a sequence NAK was sent for @epsn
+ * @nak_sent: a sequence NAK was sent for @epsn, or an RNR NAK for memory
+ *            not present (sroce_resp.c): later packets are dropped without
+ *            another NAK until @epsn comes
  * @rwqe: copy of the receive WQE a SEND in progress fills (rq slot size)
  * @rwqe_valid: @rwqe holds a WQE (taken from the RQ at the first packet)
  * @offset: bytes of the message received so far
@@ -294,6 +296,9 @@ struct sroce_req {
  * @read_left: bytes still to send
  * @read_sent: bytes sent
  * @read_psn: PSN of its next response
+ * @read_waits: times in a row its next response found its page missing,
+ *              with the QP not to wait for faults (an XRC target): it
+ *              waits for @timer of struct sroce_qp (0: not waiting)
  * @srq: XRC target QPs: the SRQ the XRCETH of the packet being processed
  *       names (the message's), a reference dropped when the packet is
  *       done; its PD checks memory accesses, its WQEs receive and its CQ
@@ -334,6 +339,7 @@ struct sroce_resp {
 	u32 read_left;
 	u32 read_sent;
 	u32 read_psn;
+	u8 read_waits;
 	struct sroce_srq *srq;
 	u32 xrc_srqn;
 	struct sroce_res {
@@ -426,7 +432,9 @@ struct sroce_inline;
  *            sroce_task.c (own lock)
  * @rx_closed: set by destroy under @rx_queue's lock: nothing is queued
  *             after it, packets for the QP are dropped as they arrive
- * @timer: RNR back-off; queues @work when it fires
+ * @timer: RNR back-off; for an XRC target QP, which has no requester, a
+ *         READ's wait for its memory (sroce_resp.c); queues @work when it
+ *         fires
  * @retry_timer: RC transport timer (attribute timeout); pushed forward by
  *               every acknowledgment, it fires only when nothing came back
  * @mtu: bytes of payload per packet on the path

@@ -32,6 +32,10 @@ enum sroce_resp_result {
 	SROCE_RESP_DONE,	/* done and answered (read, atomic) */
 	SROCE_RESP_DROP,	/* ignore the packet */
 	SROCE_RESP_RNR,		/* no receive WQE */
+	SROCE_RESP_RNR_PAGE,	/* memory not present that the QP may not
+				 * wait for (sroce_resp_fault()): not
+				 * executed, an RNR NAK too
+				 */
 	SROCE_RESP_NAK_INV,	/* invalid request */
 	SROCE_RESP_NAK_LEN,	/* invalid request; the receive WQE, too
 				 * short, completed in error
@@ -163,12 +167,49 @@ static struct sroce_cq *sroce_resp_cq(struct sroce_qp *qp)
 				     qp->ibqp.recv_cq);
 }
 
+/*
+ * Whether the responder may wait for its memory's ODP faults: only where
+ * the memory is its own user context's, whose faults only that context
+ * can stall. An XRC target QP's is not: the QP is the XRC domain's, made
+ * for and destroyed by any process that opened the domain (the last to
+ * close it), and each packet's XRCETH names the SRQ, and so the PD whose
+ * memory it reaches, of any of them, another user's included. A fault
+ * there would wait, under this QP's lock, for as long as that memory's
+ * owner likes (its FUSE file's server), and so would the QP's modify and
+ * destroy by the others. So an XRC target takes only pages present now:
+ * a request that finds one missing is RNR NAKed (the requester sends it
+ * again after its RNR timer), a READ's responses wait for qp->timer
+ * (sroce_resp_read_wait()), while a job faults the page in beside
+ * (sroce_odp.c), waited for by no QP. RC, UC and UD QPs reach memory of
+ * their own PD, their own context's.
+ */
+static enum sroce_fault sroce_resp_fault(const struct sroce_qp *qp)
+{
+	return qp->ibqp.qp_type == IB_QPT_XRC_TGT ? SROCE_NO_FAULT :
+						    SROCE_FAULT;
+}
+
 static int sroce_resp_copy_sges(struct sroce_qp *qp,
 				const struct sroce_sge *sge, u32 nsge,
 				u32 offset, void *buf, u32 len)
 {
 	return sroce_copy_sges(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
-			       sge, nsge, offset, buf, len, true, SROCE_FAULT);
+			       sge, nsge, offset, buf, len, true,
+			       sroce_resp_fault(qp));
+}
+
+/*
+ * Fault in ahead of a message (ODP), where the responder may wait for
+ * faults: the first 2 MiB now, the next message's beside, in a job of the
+ * QP's that the QP waits for (sroce_map_fault_ahead()).
+ */
+static void sroce_resp_fault_ahead(struct sroce_qp *qp,
+				   struct sroce_ahead *ahead,
+				   struct sroce_map *map, u64 va, u64 len,
+				   bool write)
+{
+	if (sroce_resp_fault(qp) == SROCE_FAULT)
+		sroce_map_fault_ahead(ahead, map, va, len, write);
 }
 
 static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
@@ -344,6 +385,13 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 		err = sroce_resp_copy_sges(qp, (const void *)(rwqe + 1),
 					   rwqe->num_sge, qp->resp.offset,
 					   sroce_pkt_payload(skb), paylen);
+	/*
+	 * Memory not present that this QP may not wait for (an XRC
+	 * target's: sroce_resp_fault()): not ready. The WQE stays taken,
+	 * the offset where it was, for the packet sent again.
+	 */
+	if (err == -EAGAIN)
+		return SROCE_RESP_RNR_PAGE;
 	if (err == -ERANGE) {
 		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
@@ -437,8 +485,8 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 			if (IS_ERR(map))
 				return SROCE_RESP_NAK_ACCESS;
 			r->map_id = sroce_map_id(map);
-			sroce_map_fault_ahead(&r->write_ahead, map, r->va, len,
-					      true);
+			sroce_resp_fault_ahead(qp, &r->write_ahead, map, r->va,
+					       len, true);
 			sroce_map_put(map);
 		}
 	}
@@ -465,13 +513,17 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 
 			memcpy(&val, sroce_pkt_payload(skb), sizeof(val));
 			err = sroce_map_atomic_write(map, r->va, val,
-						     SROCE_FAULT);
+						     sroce_resp_fault(qp));
 		} else {
 			/* ODP memory that is not there, or not writable */
 			err = sroce_map_copy(map, r->va, sroce_pkt_payload(skb),
-					     pkt->paylen, true, SROCE_FAULT);
+					     pkt->paylen, true,
+					     sroce_resp_fault(qp));
 		}
 		sroce_map_put(map);
+		/* Not present (sroce_resp_fault()): the packet again later */
+		if (err == -EAGAIN)
+			return SROCE_RESP_RNR_PAGE;
 		/* An atomic write not aligned in memory: invalid request */
 		if (err)
 			return err == -EINVAL ? SROCE_RESP_NAK_INV :
@@ -507,6 +559,27 @@ static void sroce_resp_read_fail(struct sroce_qp *qp)
 	sroce_resp_read_stop(qp);
 	sroce_resp_ack(qp, psn, SROCE_AETH_NAK | SROCE_NAK_REM_ACCESS);
 	sroce_qp_error(qp);
+}
+
+/* Waits of a READ for its memory: 2^n jiffies each, n up to this. */
+#define SROCE_READ_WAIT_SHIFT	8
+
+/*
+ * The page a READ response reads is not present, and the QP may not wait
+ * for it to be faulted in (sroce_resp_fault()): a job faults it in beside
+ * (the memory layer queued it). The responses go on from there when
+ * qp->timer fires, a jiffy later, then twice as long each time the page
+ * is still missing, up to 2^SROCE_READ_WAIT_SHIFT jiffies; the timer is
+ * free, as an XRC target has no requester (whose RNR back-off it is).
+ * Until then the QP takes no other request: they are answered in order.
+ * Nothing is held meanwhile: not the map, not the SRQ.
+ */
+static void sroce_resp_read_wait(struct sroce_qp *qp)
+{
+	u8 n = min_t(u8, qp->resp.read_waits, SROCE_READ_WAIT_SHIFT);
+
+	qp->resp.read_waits = n + 1;
+	mod_timer(&qp->timer, jiffies + BIT(n));
 }
 
 /*
@@ -545,15 +618,22 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 		/* ODP memory that is not there fails the READ as well */
 		err = map ? sroce_map_copy(map, r->read_va,
 					   sroce_pkt_payload(skb), paylen,
-					   false, SROCE_FAULT) : -EACCES;
+					   false, sroce_resp_fault(qp)) :
+			    -EACCES;
 		if (map)
 			sroce_map_put(map);
+		if (err == -EAGAIN) {
+			kfree_skb(skb);
+			sroce_resp_read_wait(qp);
+			return false;
+		}
 		if (err) {
 			kfree_skb(skb);
 			sroce_resp_read_fail(qp);
 			return true;
 		}
 		sroce_resp_xmit(qp, skb);
+		r->read_waits = 0;
 		r->read_psn = (r->read_psn + 1) & SROCE_PSN_MASK;
 		r->read_va += paylen;
 		r->read_left -= paylen;
@@ -629,9 +709,9 @@ static enum sroce_resp_result sroce_resp_read(struct sroce_qp *qp,
 			return SROCE_RESP_NAK_ACCESS;
 		map_id = sroce_map_id(map);
 		if (!dup)
-			sroce_map_fault_ahead(&qp->resp.read_ahead, map,
-					      be64_to_cpu(reth->va), len,
-					      false);
+			sroce_resp_fault_ahead(qp, &qp->resp.read_ahead, map,
+					       be64_to_cpu(reth->va), len,
+					       false);
 		sroce_map_put(map);
 	}
 	if (!dup) {
@@ -696,11 +776,14 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	if (SROCE_OP_BASE(SROCE_PKT(skb)->opcode) == SROCE_RC_CMP_SWAP)
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->compare),
 				       be64_to_cpu(a->swap_add), true, &orig,
-				       SROCE_FAULT);
+				       sroce_resp_fault(qp));
 	else
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
-				       false, &orig, SROCE_FAULT);
+				       false, &orig, sroce_resp_fault(qp));
 	sroce_map_put(mr);
+	/* Not present (sroce_resp_fault()): not executed, sent again later */
+	if (err == -EAGAIN)
+		return SROCE_RESP_RNR_PAGE;
 	/*
 	 * Aligned at @va but not in memory (a zero-based window at an odd
 	 * offset of its MR): an invalid request, as a misaligned @va is.
@@ -720,6 +803,7 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 static void sroce_resp_read_stop(struct sroce_qp *qp)
 {
 	qp->resp.read_left = 0;
+	qp->resp.read_waits = 0;
 }
 
 /* A request with a PSN before the expected one: answer it again. */
@@ -840,7 +924,7 @@ static void sroce_resp_psn_error(struct sroce_qp *qp, struct sk_buff *skb)
 		sroce_resp_ack(qp, qp->resp.epsn,
 			       SROCE_AETH_NAK | SROCE_NAK_PSN_SEQ);
 	else
-		sroce_dbg_qp(qp, "psn %u (expected %u) dropped: sequence NAK sent\n",
+		sroce_dbg_qp(qp, "psn %u (expected %u) dropped: NAK sent\n",
 			     SROCE_PKT(skb)->psn, qp->resp.epsn);
 	qp->resp.nak_sent = true;
 }
@@ -942,6 +1026,19 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	case SROCE_RESP_RNR:
 		sroce_resp_ack(qp, pkt->psn,
 			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
+		return;
+	case SROCE_RESP_RNR_PAGE:
+		sroce_resp_ack(qp, pkt->psn,
+			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
+		/*
+		 * Then wait quietly for the packet to come again (ch. 9,
+		 * RNR NAK: the responder waits for a request with the
+		 * expected PSN): the packets sent after it are dropped
+		 * without the sequence NAK that the requester would count
+		 * against its retry count on every round, so that a page
+		 * that takes many RNR timers to come in fails nothing.
+		 */
+		qp->resp.nak_sent = true;
 		return;
 	case SROCE_RESP_NAK_INV:
 	case SROCE_RESP_NAK_LEN:
@@ -1091,7 +1188,10 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
  * An XRC target's READ is answered in its SRQ's PD: the SRQ is found again
  * by the number its request named, as each packet finds its key again, and
  * the READ fails if it is gone. Nothing is held between runs.
- * Return: true when none are left.
+ * Return: true when none are left. Otherwise the engine runs again by
+ * itself: at once when the budget of responses is spent, or when
+ * qp->timer fires for a READ waiting for its memory
+ * (sroce_resp_read_wait()), which only the timer's run tries again.
  */
 bool sroce_resp_continue(struct sroce_qp *qp)
 {
@@ -1100,14 +1200,19 @@ bool sroce_resp_continue(struct sroce_qp *qp)
 	lockdep_assert_held(&qp->lock);
 	if (!qp->resp.read_left)
 		return true;
-	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT)
-		return sroce_resp_read_more(qp);
-	if (!sroce_resp_xrc_srq_hold(qp, qp->resp.xrc_srqn)) {
+	if (qp->resp.read_waits && timer_pending(&qp->timer))
+		return false;
+	if (qp->ibqp.qp_type != IB_QPT_XRC_TGT) {
+		done = sroce_resp_read_more(qp);
+	} else if (sroce_resp_xrc_srq_hold(qp, qp->resp.xrc_srqn)) {
+		done = sroce_resp_read_more(qp);
+		sroce_resp_xrc_srq_put(qp);
+	} else {
 		sroce_resp_read_fail(qp);
 		return true;
 	}
-	done = sroce_resp_read_more(qp);
-	sroce_resp_xrc_srq_put(qp);
+	if (!done && !qp->resp.read_waits)
+		sroce_task_sched(qp);
 	return done;
 }
 

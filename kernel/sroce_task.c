@@ -184,7 +184,11 @@ static bool sroce_qp_pkt_from_peer(struct sroce_qp *qp, struct sk_buff *skb)
 	}
 }
 
-/* Received packets, as far as the responder can take them. */
+/*
+ * Received packets, as far as the responder can take them: none while a
+ * READ is still being answered (sroce_resp_continue() sees to the run that
+ * answers the rest).
+ */
 static void sroce_qp_rx_queue(struct sroce_qp *qp)
 {
 	int budget = SROCE_RX_BUDGET;
@@ -211,8 +215,6 @@ static void sroce_qp_rx_queue(struct sroce_qp *qp)
 		kfree_skb(skb);
 		sroce_qp_put(qp);
 	}
-	/* A READ is still being answered: come back for the rest. */
-	sroce_task_sched(qp);
 }
 
 static void sroce_qp_rx(struct sroce_qp *qp)
