@@ -673,7 +673,11 @@ int sroce_odp_init(void)
 	return sroce_odp_wq ? 0 : -ENOMEM;
 }
 
-/* At module unload (or a failed load): every QP, and so every job, is gone. */
+/*
+ * At module unload (or a failed load): every device is unregistered, which
+ * waited for every job (a QP's fault-ahead job, for its QP's destroy; a
+ * range's later job, which holds its device).
+ */
 void sroce_odp_exit(void)
 {
 	destroy_workqueue(sroce_odp_wq);
@@ -716,7 +720,7 @@ static void sroce_ahead_work(struct work_struct *work)
  * that cannot be had are noted (@later->bad), so that the access, made
  * again, fails rather than wait again. Then let the next job be queued,
  * and drop the map (the last reference may free the pin, and this job
- * with it: nothing touches it after).
+ * with it: nothing touches it after) and, last, the device.
  */
 static void sroce_odp_later_work(struct work_struct *work)
 {
@@ -724,6 +728,7 @@ static void sroce_odp_later_work(struct work_struct *work)
 						     struct sroce_odp_later,
 						     work);
 	struct sroce_map *map = later->map;
+	struct ib_device *ibdev = map->pin->ibdev;
 	u64 va = later->va, len = later->len;
 	/* the map's bytes from @va on (@va is one of them: no overflow) */
 	u64 room = map->length - (va - map->iova);
@@ -745,6 +750,8 @@ static void sroce_odp_later_work(struct work_struct *work)
 	/* release: the fields above are read before another job sets them */
 	smp_store_release(&later->map, NULL);
 	sroce_map_put(map);
+	/* Last: the device's teardown waits for this (see the queueing). */
+	ib_device_put(ibdev);
 }
 
 /*
@@ -770,20 +777,32 @@ static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva)
  * Queues @map's range's job (struct sroce_odp_later) on the fault-ahead
  * workqueue, unless it is queued or running already: then the access,
  * tried again later, queues it again if its page is still missing. The
- * job holds a reference to @map, none to any QP: only the map's
- * retirement (its MR's deregistration or re-registration, which waits,
- * killably, for every access) waits for it.
+ * job holds a reference to @map, none to any QP: the map's retirement
+ * (its MR's deregistration or re-registration, which waits, killably,
+ * for every access) waits for it, and so does the device's teardown: the
+ * job holds the device too (ib_device_try_get()), so that ib_core's
+ * unregistration waits for it after the last user object has gone (a
+ * killed deregistration leaves the job, its map, pin and umem behind).
+ * A job stalled in its memory's fault stalls that unregistration with it,
+ * as a QP stalled in its own fault does: the memory's owner ends it (its
+ * FUSE server answers, or dies), or an administrator (aborting the FUSE
+ * connection, /sys/fs/fuse/connections/N/abort, fails the fault).
+ * Nothing is queued once the device is being unregistered.
  */
 static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
 				  bool write)
 {
 	struct sroce_odp_later *later = &map->pin->later;
+	struct ib_device *ibdev = map->pin->ibdev;
 
 	if (READ_ONCE(later->map))
+		return;
+	if (!ib_device_try_get(ibdev))
 		return;
 	kref_get(&map->ref);
 	if (cmpxchg(&later->map, NULL, map)) {
 		sroce_map_put(map);
+		ib_device_put(ibdev);
 		return;
 	}
 	later->va = va;
