@@ -22,6 +22,11 @@
  * The device's total is the "kmem_bytes" counter ("rdma statistic"), each
  * refusal counts in "kmem_refused", and each QP, CQ and MR shows its own
  * bytes as "kmem" in "rdma resource show ... -dd".
+ *
+ * The same record counts the jobs a user's memory has queued or running
+ * on a workqueue the users share (an ODP range's faults that an access
+ * could not wait for, sroce_odp.c), so that one user's stalled jobs cannot
+ * take every worker: sroce_kmem_job_start(), sroce_kmem_job_end().
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -48,12 +53,14 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  *       their context: an ODP pin, an XRC target QP)
  * @uid: the user (sroce_kmem_uid())
  * @bytes: charged to the user now
+ * @jobs: jobs of the user's memory queued or running (sroce_kmem_job_start())
  * @sdev: the device, whose table of users holds this one
  */
 struct sroce_kmem_user {
 	struct kref ref;
 	kuid_t uid;
 	atomic64_t bytes;
+	atomic_t jobs;
 	struct sroce_dev *sdev;
 };
 
@@ -122,6 +129,7 @@ struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
 	kref_init(&new->ref);
 	new->uid = uid;
 	atomic64_set(&new->bytes, 0);
+	atomic_set(&new->jobs, 0);
 	new->sdev = sdev;
 
 	mutex_lock(&sdev->kmem_lock);
@@ -154,6 +162,7 @@ static void sroce_kmem_user_release(struct kref *ref)
 						  ref);
 
 	WARN_ON(atomic64_read(&ku->bytes));
+	WARN_ON(atomic_read(&ku->jobs));
 	xa_erase(&ku->sdev->kmem_users, from_kuid(&init_user_ns, ku->uid));
 	kfree(ku);
 }
@@ -248,4 +257,27 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 	atomic64_sub(bytes, &sdev->counters[SROCE_CNT_KMEM_BYTES]);
 	if (ku)
 		atomic64_sub(bytes, &ku->bytes);
+}
+
+/**
+ * sroce_kmem_job_start - count a job of @ku's memory, within a bound
+ * @ku: the user whose memory the job works on (the caller holds a
+ *      reference to an object charged to it), or NULL for a kernel
+ *      consumer's, never bounded
+ * @max: how many the user may have queued or running
+ *
+ * Any context.
+ * Return: true if counted (sroce_kmem_job_end() when the job is done),
+ * false if the user has @max already.
+ */
+bool sroce_kmem_job_start(struct sroce_kmem_user *ku, unsigned int max)
+{
+	return !ku || atomic_add_unless(&ku->jobs, 1, max);
+}
+
+/* A job sroce_kmem_job_start() counted is done. Any context. */
+void sroce_kmem_job_end(struct sroce_kmem_user *ku)
+{
+	if (ku)
+		atomic_dec(&ku->jobs);
 }

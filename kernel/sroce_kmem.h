@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * sroce: the kernel memory processes make sroce allocate for them, counted
- * per device and per user and bounded (sroce_kmem.c).
+ * per device and per user and bounded, and the jobs their memory has
+ * queued on a shared workqueue, bounded per user (sroce_kmem.c).
  */
 #ifndef SROCE_KMEM_H
 #define SROCE_KMEM_H
@@ -34,6 +35,9 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 
 void sroce_kmem_start(struct sroce_kmem *k, struct sroce_kmem_user *ku);
 void sroce_kmem_end(struct sroce_dev *sdev, struct sroce_kmem *k);
+
+bool sroce_kmem_job_start(struct sroce_kmem_user *ku, unsigned int max);
+void sroce_kmem_job_end(struct sroce_kmem_user *ku);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */
 static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,

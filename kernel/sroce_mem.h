@@ -68,7 +68,7 @@ static inline u32 sroce_key_index(u32 key)
 /**
  * struct sroce_odp_later - an ODP range's job for accesses that could not
  *                          wait: it faults in what they found missing
- * @work: the job, on the fault-ahead workqueue (sroce_odp.c)
+ * @work: the job, on a workqueue of such jobs (sroce_odp.c)
  * @map: the map of the access that queued it, a reference the job drops;
  *       set (from NULL, by cmpxchg()) while the job is queued or running,
  *       so that one at a time is

@@ -656,13 +656,27 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 /*
  * Fault-ahead jobs run here, beside the engine and on any CPU. The engine
  * waits for them (a stream's next message flushes its job), so they must
- * progress as it does. So do the jobs of accesses that could not wait
- * (struct sroce_odp_later), which no engine waits for.
+ * progress as it does.
  */
 static struct workqueue_struct *sroce_odp_wq;
 
+/*
+ * The jobs of accesses that could not wait (struct sroce_odp_later), which
+ * no engine waits for, on a queue of their own: they are the only way an
+ * XRC receive QP's ODP access makes progress, and a user whose memory
+ * stalls its faults (its FUSE file) stalls its jobs. So a user has at most
+ * SROCE_ODP_USER_LATER of them queued or running on a device (counted with
+ * its kernel memory, sroce_kmem_job_start(); past that its accesses stay
+ * RNR NAKed until one ends), and the queue runs as many at once as an
+ * unbound queue may, WQ_UNBOUND_MAX_ACTIVE: one user cannot take every
+ * worker from the others' jobs, nor from the QPs' fault-ahead jobs.
+ */
+static struct workqueue_struct *sroce_odp_later_wq;
+
+#define SROCE_ODP_USER_LATER	16
+
 /**
- * sroce_odp_init - create the fault-ahead workqueue, at module load
+ * sroce_odp_init - create the ODP workqueues, at module load
  *
  * Return: 0, or -ENOMEM.
  */
@@ -670,7 +684,16 @@ int sroce_odp_init(void)
 {
 	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND | WQ_MEM_RECLAIM,
 				       0);
-	return sroce_odp_wq ? 0 : -ENOMEM;
+	if (!sroce_odp_wq)
+		return -ENOMEM;
+	sroce_odp_later_wq = alloc_workqueue("sroce_odp_later",
+					     WQ_UNBOUND | WQ_MEM_RECLAIM,
+					     WQ_UNBOUND_MAX_ACTIVE);
+	if (!sroce_odp_later_wq) {
+		destroy_workqueue(sroce_odp_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /*
@@ -680,6 +703,7 @@ int sroce_odp_init(void)
  */
 void sroce_odp_exit(void)
 {
+	destroy_workqueue(sroce_odp_later_wq);
 	destroy_workqueue(sroce_odp_wq);
 }
 
@@ -747,6 +771,8 @@ static void sroce_odp_later_work(struct work_struct *work)
 		if (more)
 			sroce_odp_fault_ahead(map, va, more, write, true);
 	}
+	/* The pin, and its user, live while the map does. */
+	sroce_kmem_job_end(map->pin->kmem.ku);
 	/* release: the fields above are read before another job sets them */
 	smp_store_release(&later->map, NULL);
 	sroce_map_put(map);
@@ -774,8 +800,9 @@ static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva)
  * @len: the access's bytes from @va
  * @write: the access writes
  *
- * Queues @map's range's job (struct sroce_odp_later) on the fault-ahead
- * workqueue, unless it is queued or running already: then the access,
+ * Queues @map's range's job (struct sroce_odp_later) on its workqueue,
+ * unless it is queued or running already, or the user whose memory it is
+ * has SROCE_ODP_USER_LATER jobs queued or running: then the access,
  * tried again later, queues it again if its page is still missing. The
  * job holds a reference to @map, none to any QP: the map's retirement
  * (its MR's deregistration or re-registration, which waits, killably,
@@ -797,13 +824,15 @@ static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
 
 	if (READ_ONCE(later->map))
 		return;
-	if (!ib_device_try_get(ibdev))
+	if (!sroce_kmem_job_start(map->pin->kmem.ku, SROCE_ODP_USER_LATER))
 		return;
+	if (!ib_device_try_get(ibdev))
+		goto out_job;
 	kref_get(&map->ref);
 	if (cmpxchg(&later->map, NULL, map)) {
 		sroce_map_put(map);
 		ib_device_put(ibdev);
-		return;
+		goto out_job;
 	}
 	later->va = va;
 	later->len = len;
@@ -813,7 +842,11 @@ static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
 	sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
 		      "key %#x: page of %#llx not present, faulted in beside\n",
 		      map->key, va);
-	queue_work(sroce_odp_wq, &later->work);
+	queue_work(sroce_odp_later_wq, &later->work);
+	return;
+
+out_job:
+	sroce_kmem_job_end(map->pin->kmem.ku);
 }
 
 /**
