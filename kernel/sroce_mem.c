@@ -593,8 +593,8 @@ static void sroce_fast_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * Return: 0; or for an ODP MR, -EFAULT when its memory cannot be had
  * (nothing mapped there, or not writable for a write), -ENOMEM when a
  * child umem of its range cannot be allocated, and with SROCE_NO_FAULT
- * -EAGAIN when a page is not present (a job faults it in); some bytes may
- * have been copied.
+ * -EAGAIN when a page is not present (for the caller to have it faulted
+ * in beside, sroce_map_fault_later()); some bytes may have been copied.
  */
 int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem, enum sroce_fault fault)
@@ -648,6 +648,65 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 	return 0;
 }
 
+/*
+ * Each SGE's part of [offset, offset + len) of an SGE list, through its
+ * lkey's map (held for the call), to @fn, in order, until @fn fails.
+ * Return: 0; -ERANGE if the list is shorter than @offset + @len; -EACCES
+ * if an lkey does not grant @access (wrong key, PD, access or bounds); or
+ * @fn's error.
+ */
+static int sroce_sges_each(struct sroce_dev *sdev, struct ib_pd *pd,
+			   const struct sroce_sge *sge, u32 nsge, u32 offset,
+			   u64 len, int access,
+			   int (*fn)(struct sroce_map *map, u64 va, u32 n,
+				     void *arg),
+			   void *arg)
+{
+	int err;
+	u32 i;
+
+	for (i = 0; i < nsge && len; i++) {
+		u32 slen = sge[i].length, n;
+		struct sroce_map *map;
+
+		if (offset >= slen) {
+			offset -= slen;
+			continue;
+		}
+		n = min_t(u64, slen - offset, len);
+		map = sroce_mem_get(sdev, pd, 0, sge[i].lkey,
+				    sge[i].addr + offset, n, access);
+		if (IS_ERR(map))
+			return -EACCES;
+		err = fn(map, sge[i].addr + offset, n, arg);
+		sroce_map_put(map);
+		if (err)
+			return err;
+		len -= n;
+		offset = 0;
+	}
+	return len ? -ERANGE : 0;
+}
+
+/* A copy through an SGE list: where in the buffer it is, and how. */
+struct sroce_sges_copy {
+	void *buf;
+	bool to_mem;
+	enum sroce_fault fault;
+};
+
+static int sroce_sge_copy(struct sroce_map *map, u64 va, u32 n, void *arg)
+{
+	struct sroce_sges_copy *c = arg;
+	int err = sroce_map_copy(map, va, c->buf, n, c->to_mem, c->fault);
+
+	/* ODP memory not present now, or not to be had (not writable) */
+	if (err)
+		return err == -EAGAIN ? err : -EACCES;
+	c->buf += n;
+	return 0;
+}
+
 /**
  * sroce_copy_sges - copy between a buffer and an SGE list
  * @sdev: the device
@@ -663,41 +722,53 @@ int sroce_map_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
  * Return: 0, -ERANGE if the list is shorter than @offset + @len, -EACCES
  * if an lkey does not grant the access (wrong key, PD, access or bounds)
  * or its ODP memory cannot be had, or with SROCE_NO_FAULT -EAGAIN when an
- * ODP page is not present (a job faults it in; the copy may be made again
- * then).
+ * ODP page is not present (sroce_sges_fault_later() has it faulted in
+ * beside; the copy may be made again then).
  */
 int sroce_copy_sges(struct sroce_dev *sdev, struct ib_pd *pd,
 		    const struct sroce_sge *sge, u32 nsge, u32 offset, void *buf,
 		    u32 len, bool to_mem, enum sroce_fault fault)
 {
-	int err;
-	u32 i;
+	struct sroce_sges_copy c = { .buf = buf, .to_mem = to_mem,
+				     .fault = fault };
 
-	for (i = 0; i < nsge && len; i++) {
-		u32 slen = sge[i].length, n;
-		struct sroce_map *map;
+	return sroce_sges_each(sdev, pd, sge, nsge, offset, len,
+			       to_mem ? IB_ACCESS_LOCAL_WRITE : 0,
+			       sroce_sge_copy, &c);
+}
 
-		if (offset >= slen) {
-			offset -= slen;
-			continue;
-		}
-		n = min(slen - offset, len);
-		map = sroce_mem_get(sdev, pd, 0, sge[i].lkey,
-				    sge[i].addr + offset, n,
-				    to_mem ? IB_ACCESS_LOCAL_WRITE : 0);
-		if (IS_ERR(map))
-			return -EACCES;
-		err = sroce_map_copy(map, sge[i].addr + offset, buf, n, to_mem,
-				     fault);
-		sroce_map_put(map);
-		/* ODP memory not present now, or not to be had (not writable) */
-		if (err)
-			return err == -EAGAIN ? err : -EACCES;
-		buf += n;
-		len -= n;
-		offset = 0;
-	}
-	return len ? -ERANGE : 0;
+static int sroce_sge_fault_later(struct sroce_map *map, u64 va, u32 n,
+				 void *write)
+{
+	sroce_map_fault_later(map, va, n, *(bool *)write);
+	return 0;
+}
+
+/**
+ * sroce_sges_fault_later - have an SGE list's ODP memory faulted in beside
+ * @sdev: the device
+ * @pd: the PD the SGEs' lkeys must be in
+ * @sge: the SGEs
+ * @nsge: how many
+ * @offset: where in the list's bytes to start
+ * @len: bytes from there that the message needs, no more (to the list's
+ *       end if it is shorter), of which SROCE_ODP_LATER_MAX at most
+ * @to_mem: for writing into the SGEs' memory
+ *
+ * After sroce_copy_sges() with SROCE_NO_FAULT returned -EAGAIN: each
+ * SGE's part of the bytes goes to its ODP range's job
+ * (sroce_map_fault_later()), so that the copy made again finds them
+ * present. Stops at an lkey the copy would refuse (the copy will fail
+ * there). May sleep.
+ */
+void sroce_sges_fault_later(struct sroce_dev *sdev, struct ib_pd *pd,
+			    const struct sroce_sge *sge, u32 nsge, u32 offset,
+			    u64 len, bool to_mem)
+{
+	sroce_sges_each(sdev, pd, sge, nsge, offset,
+			min_t(u64, len, SROCE_ODP_LATER_MAX),
+			to_mem ? IB_ACCESS_LOCAL_WRITE : 0,
+			sroce_sge_fault_later, &to_mem);
 }
 
 /*
@@ -799,7 +870,8 @@ static u64 sroce_op_fetch_add(u64 old, u64 add, u64 unused)
  * Return: 0; -EINVAL when the 8 bytes are not aligned in memory (whatever
  * @va's alignment); or for an ODP MR -EFAULT (its page cannot be had),
  * -ENOMEM (a child umem of its range cannot be allocated) or -EAGAIN (not
- * present, SROCE_NO_FAULT); nothing done on error.
+ * present, SROCE_NO_FAULT: sroce_map_fault_later() for its 8 bytes);
+ * nothing done on error.
  */
 int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig, enum sroce_fault fault)

@@ -15,6 +15,8 @@
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/rcupdate.h>
+#include <linux/sizes.h>
+#include <linux/spinlock.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 
@@ -65,28 +67,67 @@ static inline u32 sroce_key_index(u32 key)
 	ibdev_dbg(&(sdev)->ibdev, "mw#%u: " fmt, sroce_key_index(key), \
 		  ##__VA_ARGS__)
 
-/**
- * struct sroce_odp_later - an ODP range's job for accesses that could not
- *                          wait: it faults in what they found missing
- * @work: the job, on a workqueue of such jobs (sroce_odp.c)
- * @map: the map of the access that queued it, a reference the job drops;
- *       set (from NULL, by cmpxchg()) while the job is queued or running,
- *       so that one at a time is
- * @va: the first byte missing
- * @len: the access's bytes from @va
- * @write: the access writes
- * @bad: the user address (plus 1) of an access whose bytes the last job
- *       could not fault in (nothing mapped there, or not writable for a
- *       write), or 0: that access, made again, fails as a faulting access
- *       would have, rather than wait again; the next job clears it
+/* Ranges an ODP range's later job holds queued (struct sroce_odp_later). */
+#define SROCE_ODP_LATER_RANGES	4
+/* Pages whose faults it could not make that it remembers. */
+#define SROCE_ODP_LATER_NOTES	4
+/*
+ * Bytes it faults in for one range at most: the rest of a longer message
+ * waits for the access that finds it missing.
  */
-struct sroce_odp_later {
-	struct work_struct work;
+#define SROCE_ODP_LATER_MAX	SZ_4M
+
+/**
+ * struct sroce_odp_range - bytes an access that could not wait needs
+ * @map: the access's map, a reference the job drops when done with it
+ * @va: the first byte, an address of @map
+ * @len: bytes, at most SROCE_ODP_LATER_MAX
+ * @write: faulted in for writing
+ */
+struct sroce_odp_range {
 	struct sroce_map *map;
 	u64 va;
 	u64 len;
 	bool write;
-	unsigned long bad;
+};
+
+/**
+ * struct sroce_odp_note - a page an ODP range's later job could not have
+ * @page: its user address >> PAGE_SHIFT
+ * @write: for writing (else for reading)
+ * @set: the note holds a page
+ */
+struct sroce_odp_note {
+	unsigned long page;
+	bool write;
+	bool set;
+};
+
+/**
+ * struct sroce_odp_later - an ODP range's job for accesses that could not
+ *                          wait: it faults in the bytes they name
+ * @work: the job, on a workqueue of such jobs (sroce_odp.c)
+ * @lock: protects the fields below (process context)
+ * @busy: the job is queued or running; it then holds the pin, the device,
+ *        and a count of its user's jobs (sroce_kmem_job_start())
+ * @nranges: entries of @ranges
+ * @ranges: what to fault in, in the order the accesses asked
+ * @next_note: the entry of @notes to fill next (the oldest)
+ * @notes: pages the job could not fault in (nothing mapped there, not
+ *         writable for a write), by access kind: an access of that kind
+ *         that finds such a page missing fails as a faulting access would
+ *         have, rather than wait again, and takes the note; a note also
+ *         goes when a job faults its page in for that kind after all, or,
+ *         the oldest, for a new one
+ */
+struct sroce_odp_later {
+	struct work_struct work;
+	spinlock_t lock; /* see above */
+	bool busy;
+	unsigned int nranges;
+	struct sroce_odp_range ranges[SROCE_ODP_LATER_RANGES];
+	unsigned int next_note;
+	struct sroce_odp_note notes[SROCE_ODP_LATER_NOTES];
 };
 
 /**

@@ -71,9 +71,10 @@ struct sroce_ahead {
 enum sroce_fault {
 	SROCE_FAULT,		/* fault in what is missing, and wait */
 	SROCE_NO_FAULT,		/* take only pages present now: else
-				 * -EAGAIN, a job faulting the rest in
-				 * beside (sroce_odp.c), waited for by no
-				 * QP
+				 * -EAGAIN, and the caller names what its
+				 * message needs to a job that faults it
+				 * in beside (sroce_map_fault_later()),
+				 * waited for by no QP
 				 */
 };
 
@@ -103,8 +104,14 @@ int sroce_map_atomic(struct sroce_map *map, u64 va, u64 compare_add,
 		     u64 swap, bool cmp_swap, u64 *orig, enum sroce_fault fault);
 int sroce_map_atomic_write(struct sroce_map *map, u64 va, u64 val,
 			   enum sroce_fault fault);
+void sroce_sges_fault_later(struct sroce_dev *sdev, struct ib_pd *pd,
+			    const struct sroce_sge *sge, u32 nsge, u32 offset,
+			    u64 len, bool to_mem);
 
-/* sroce_odp.c: faulting ahead of a responder's stream of messages */
+/*
+ * sroce_odp.c: faulting ahead of a responder's stream of messages, and
+ * beside accesses that cannot wait
+ */
 #if SROCE_ODP
 int sroce_odp_init(void);
 void sroce_odp_exit(void);
@@ -113,6 +120,8 @@ void sroce_ahead_reset(struct sroce_ahead *ahead);
 void sroce_ahead_stop(struct sroce_ahead *ahead);
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 			   u64 va, u64 len, bool write);
+void sroce_map_fault_later(struct sroce_map *map, u64 va, u64 len,
+			   bool write);
 #else
 /* Without ODP no map is an ODP range: there is nothing to fault ahead. */
 static inline int sroce_odp_init(void)
@@ -138,6 +147,12 @@ static inline void sroce_ahead_stop(struct sroce_ahead *ahead)
 
 static inline void sroce_map_fault_ahead(struct sroce_ahead *ahead,
 					 struct sroce_map *map, u64 va,
+					 u64 len, bool write)
+{
+}
+
+/* Nor any access that cannot wait for its memory. */
+static inline void sroce_map_fault_later(struct sroce_map *map, u64 va,
 					 u64 len, bool write)
 {
 }

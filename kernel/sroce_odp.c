@@ -58,9 +58,7 @@ static const struct mmu_interval_notifier_ops sroce_odp_ops = {
 };
 
 static void sroce_odp_later_work(struct work_struct *work);
-static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
-				  bool write);
-static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva);
+static bool sroce_odp_note_take(struct sroce_pin *pin, u64 uva, bool write);
 
 /* A chunked ODP range: a child umem covers each chunk of this size. */
 #define SROCE_ODP_CHILD_SHIFT	24
@@ -123,6 +121,7 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	kref_init(&pin->ref);
 	pin->ibdev = ibdev;
 	INIT_WORK(&pin->later.work, sroce_odp_later_work);
+	spin_lock_init(&pin->later.lock);
 	sroce_kmem_start(&pin->kmem, ku);
 	if (sroce_odp_is_chunked(start, length, access)) {
 		/* ib_core's implicit roots take no huge-page hint. */
@@ -376,17 +375,18 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
  * [va, va + len), which must not cross a page, and return its kernel
  * address with the range's umem_mutex held, so that no invalidation takes
  * the page away until sroce_odp_unlock(). With SROCE_NO_FAULT only a page
- * present now is taken: for one that is not, a job faults it in beside
- * (sroce_odp_fault_later()), and the caller may try again later. Then
+ * present now is taken: for one that is not, the caller has a job fault it
+ * in beside (sroce_map_fault_later()), and may try again later. Then
  * nothing here waits for the process (its mmap lock, its faults): only
  * for the umem_mutex, which no one holds across a fault.
  *
  * Return: the kernel address of @va; ERR_PTR(-EINVAL) when the bytes
  * cross a page; ERR_PTR(-EFAULT) when the page cannot be had (not mapped,
  * not writable for a write, or its process has exited; with
- * SROCE_NO_FAULT: the last job found so); ERR_PTR(-ENOMEM) when a chunked
- * range's child umem for @va's chunk cannot be allocated; or with
- * SROCE_NO_FAULT ERR_PTR(-EAGAIN) when the page is not present.
+ * SROCE_NO_FAULT: a job found so for this kind of access, and noted it);
+ * ERR_PTR(-ENOMEM) when a chunked range's child umem for @va's chunk
+ * cannot be allocated; or with SROCE_NO_FAULT ERR_PTR(-EAGAIN) when the
+ * page is not present.
  */
 void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 		     enum sroce_fault fault, struct ib_umem_odp **locked)
@@ -449,9 +449,8 @@ refused:
 		      write ? "writing" : "reading");
 	return ERR_PTR(-EFAULT);
 later:
-	if (sroce_odp_later_failed(map->pin, uva))
+	if (sroce_odp_note_take(map->pin, uva, write))
 		goto refused;
-	sroce_odp_fault_later(map, va, len, write);
 	return ERR_PTR(-EAGAIN);
 }
 
@@ -736,117 +735,275 @@ static void sroce_ahead_work(struct work_struct *work)
 }
 
 /*
- * Fault in what accesses that could not wait found missing: the access's
- * own bytes, as its faults would have been, then what follows it in the
- * map, up to SROCE_PREFETCH_CHUNK from the first, as prefetched (the
- * message's next packets go there): through implicit ODP only as far as
- * private anonymous memory goes, as a stream's job. Bytes of the access
- * that cannot be had are noted (@later->bad), so that the access, made
- * again, fails rather than wait again. Then let the next job be queued,
- * and drop the map (the last reference may free the pin, and this job
- * with it: nothing touches it after) and, last, the device.
+ * Fault in the pages of [uva, uva + len) of @map's ODP range that can be
+ * had: a piece that fails is faulted in again page by page, up to the
+ * page that cannot be had.
+ * Return: the bytes from @uva faulted in, all of @len or up to that page.
+ */
+static u64 sroce_odp_fault_pages(struct sroce_map *map, u64 uva, u64 len,
+				 u64 bits)
+{
+	u64 done = 0;
+
+	while (done < len) {
+		u64 n = min_t(u64, len - done,
+			      PAGE_SIZE - offset_in_page(uva + done));
+
+		if (!sroce_odp_fault_chunk(map, uva + done, n, bits, false))
+			break;
+		done += n;
+		cond_resched();
+	}
+	return done;
+}
+
+/*
+ * Fault in [va, va + len) of @map's ODP range, as an access's faults
+ * would have: the pages count as faults.
+ * Return: the bytes from @va faulted in: all of @len, or up to the first
+ * page that cannot be had (nothing mapped there, not writable for a
+ * write, no child umem for its chunk).
+ */
+static u64 sroce_odp_fault_range(struct sroce_map *map, u64 va, u64 len,
+				 bool write)
+{
+	u64 uva = sroce_odp_uva(map, va);
+	u64 bits = ODP_READ_ALLOWED_BIT | (write ? ODP_WRITE_ALLOWED_BIT : 0);
+	u64 done = 0;
+
+	while (done < len) {
+		u64 at = uva + done;
+		u64 n = min_t(u64, len - done, SROCE_PREFETCH_CHUNK -
+				   (at & (SROCE_PREFETCH_CHUNK - 1)));
+		u64 got = sroce_odp_fault_chunk(map, at, n, bits, false);
+
+		if (!got) {
+			got = sroce_odp_fault_pages(map, at, n, bits);
+			if (got < n)
+				return done + got;
+		}
+		done += got;
+		cond_resched();
+	}
+	return done;
+}
+
+/*
+ * Note that the job could not fault in @uva's page for @write: the
+ * access that finds it missing fails (sroce_odp_note_take()). The oldest
+ * note makes room. @later->lock held.
+ */
+static void sroce_odp_note_add(struct sroce_odp_later *later, u64 uva,
+			       bool write)
+{
+	unsigned long page = uva >> PAGE_SHIFT;
+	struct sroce_odp_note *note;
+	unsigned int i;
+
+	lockdep_assert_held(&later->lock);
+	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
+		note = &later->notes[i];
+		if (note->set && note->page == page && note->write == write)
+			return;
+	}
+	note = &later->notes[later->next_note];
+	later->next_note = (later->next_note + 1) % SROCE_ODP_LATER_NOTES;
+	*note = (struct sroce_odp_note){ .page = page, .write = write,
+					 .set = true };
+}
+
+/*
+ * The job faulted in the @len > 0 bytes at @uva for @write (so for
+ * reading too): the notes of their pages for that are stale.
+ * @later->lock held.
+ */
+static void sroce_odp_notes_clear(struct sroce_odp_later *later, u64 uva,
+				  u64 len, bool write)
+{
+	unsigned long first = uva >> PAGE_SHIFT;
+	unsigned long last = (uva + len - 1) >> PAGE_SHIFT;
+	unsigned int i;
+
+	lockdep_assert_held(&later->lock);
+	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
+		struct sroce_odp_note *note = &later->notes[i];
+
+		if (note->set && note->page >= first && note->page <= last &&
+		    (write || !note->write))
+			note->set = false;
+	}
+}
+
+/*
+ * Did a job of @pin find that the page of user address @uva cannot be
+ * had for @write? Then the access that found it missing fails, once: the
+ * note is taken.
+ */
+static bool sroce_odp_note_take(struct sroce_pin *pin, u64 uva, bool write)
+{
+	struct sroce_odp_later *later = &pin->later;
+	unsigned long page = uva >> PAGE_SHIFT;
+	bool taken = false;
+	unsigned int i;
+
+	spin_lock(&later->lock);
+	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
+		struct sroce_odp_note *note = &later->notes[i];
+
+		if (note->set && note->page == page && note->write == write) {
+			note->set = false;
+			taken = true;
+			break;
+		}
+	}
+	spin_unlock(&later->lock);
+	return taken;
+}
+
+/* Fault in one range a job took, and note what could not be had. */
+static void sroce_odp_later_range(struct sroce_odp_later *later,
+				  const struct sroce_odp_range *r)
+{
+	u64 uva = sroce_odp_uva(r->map, r->va);
+	u64 done = sroce_odp_fault_range(r->map, r->va, r->len, r->write);
+
+	spin_lock(&later->lock);
+	if (done)
+		sroce_odp_notes_clear(later, uva, done, r->write);
+	if (done < r->len)
+		sroce_odp_note_add(later, uva + done, r->write);
+	spin_unlock(&later->lock);
+}
+
+/*
+ * A range's later job: fault in the ranges accesses queued, in turn,
+ * dropping each one's map when done with it, until none is left. Then let
+ * the next job be queued, and drop the user's count, the pin (the last
+ * reference frees it, and this job with it: nothing touches them after)
+ * and, last, the device.
  */
 static void sroce_odp_later_work(struct work_struct *work)
 {
 	struct sroce_odp_later *later = container_of(work,
 						     struct sroce_odp_later,
 						     work);
-	struct sroce_map *map = later->map;
-	struct ib_device *ibdev = map->pin->ibdev;
-	u64 va = later->va, len = later->len;
-	/* the map's bytes from @va on (@va is one of them: no overflow) */
-	u64 room = map->length - (va - map->iova);
-	bool write = later->write;
-	u64 more;
+	struct sroce_pin *pin = container_of(later, struct sroce_pin, later);
+	struct ib_device *ibdev = pin->ibdev;
+	struct sroce_odp_range r;
 
-	if (sroce_odp_fault_ahead(map, va, len, write, false) < len) {
-		/* the access, made again, fails as a faulting one would */
-		WRITE_ONCE(later->bad,
-			   (unsigned long)sroce_odp_uva(map, va) + 1);
-	} else if (room > len) {
-		va += len;
-		more = min_t(u64, room - len, SROCE_PREFETCH_CHUNK - len);
-		if (map->pin->implicit)
-			more = sroce_odp_private_len(map, va, more);
-		if (more)
-			sroce_odp_fault_ahead(map, va, more, write, true);
+	for (;;) {
+		spin_lock(&later->lock);
+		if (!later->nranges) {
+			later->busy = false;
+			spin_unlock(&later->lock);
+			break;
+		}
+		r = later->ranges[0];
+		later->nranges--;
+		memmove(later->ranges, later->ranges + 1,
+			later->nranges * sizeof(r));
+		spin_unlock(&later->lock);
+		sroce_odp_later_range(later, &r);
+		sroce_map_put(r.map);
+		cond_resched();
 	}
-	/* The pin, and its user, live while the map does. */
-	sroce_kmem_job_end(map->pin->kmem.ku);
-	/* release: the fields above are read before another job sets them */
-	smp_store_release(&later->map, NULL);
-	sroce_map_put(map);
-	/* Last: the device's teardown waits for this (see the queueing). */
+	sroce_kmem_job_end(pin->kmem.ku);
+	sroce_pin_put(pin);
 	ib_device_put(ibdev);
 }
 
 /*
- * Did the last job of @pin find that the access at user address @uva
- * cannot be had? Then this access fails, once: the note is taken.
+ * What a queued job holds: a count of its user's jobs, within
+ * SROCE_ODP_USER_LATER; the device, so that its unregistration waits for
+ * the job (see sroce_map_fault_later()); the pin. @pin->later.lock held.
+ * Return: false (nothing held) past the user's bound, or once the device
+ * is being unregistered.
  */
-static bool sroce_odp_later_failed(struct sroce_pin *pin, u64 uva)
+static bool sroce_odp_later_hold(struct sroce_pin *pin)
 {
-	unsigned long bad = (unsigned long)uva + 1;
-
-	return READ_ONCE(pin->later.bad) == bad &&
-	       cmpxchg(&pin->later.bad, bad, 0) == bad;
+	lockdep_assert_held(&pin->later.lock);
+	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER))
+		return false;
+	if (!ib_device_try_get(pin->ibdev)) {
+		sroce_kmem_job_end(pin->kmem.ku);
+		return false;
+	}
+	kref_get(&pin->ref);
+	return true;
 }
 
 /**
- * sroce_odp_fault_later - fault in, beside, what an access that may not
- *                         wait found missing
- * @map: the access's map, an ODP range's (a reference the caller holds)
- * @va: the first byte missing
- * @len: the access's bytes from @va
- * @write: the access writes
+ * sroce_map_fault_later - have what an access that could not wait needs
+ *                         faulted in beside
+ * @map: the access's map, from sroce_mem_get(), covering [va, va + len)
+ * @va: the first byte the access, made again, will need
+ * @len: bytes from @va that its message still needs, no more: they are
+ *       faulted in for writing if @write (at most SROCE_ODP_LATER_MAX)
+ * @write: for writing
  *
- * Queues @map's range's job (struct sroce_odp_later) on its workqueue,
- * unless it is queued or running already, or the user whose memory it is
- * has SROCE_ODP_USER_LATER jobs queued or running: then the access,
- * tried again later, queues it again if its page is still missing. The
- * job holds a reference to @map, none to any QP: the map's retirement
- * (its MR's deregistration or re-registration, which waits, killably,
- * for every access) waits for it, and so does the device's teardown: the
- * job holds the device too (ib_device_try_get()), so that ib_core's
- * unregistration waits for it after the last user object has gone (a
- * killed deregistration leaves the job, its map, pin and umem behind).
- * A job stalled in its memory's fault stalls that unregistration with it,
- * as a QP stalled in its own fault does: the memory's owner ends it (its
- * FUSE server answers, or dies), or an administrator (aborting the FUSE
- * connection, /sys/fs/fuse/connections/N/abort, fails the fault).
- * Nothing is queued once the device is being unregistered.
+ * After an access with SROCE_NO_FAULT found @map's ODP memory missing
+ * (-EAGAIN), the caller names what its message needs from there: the rest
+ * of a WRITE or of a READ, an atomic's 8 bytes, the rest of a receive
+ * WQE's buffers (sroce_sges_fault_later()). Any other map needs nothing.
+ *
+ * The range goes to its pin's job (struct sroce_odp_later), queued on its
+ * workqueue unless it is already, for which it holds the map. The job
+ * faults in each range it has, in turn: the access made again finds its
+ * pages present, or fails if the job found its page cannot be had (the
+ * notes). Nothing is queued when a queued range covers this one, when
+ * SROCE_ODP_LATER_RANGES are queued, when the memory's user has
+ * SROCE_ODP_USER_LATER jobs queued or running (so a user whose memory
+ * stalls its faults takes at most that many of the queue's workers), or
+ * when the device is being unregistered: the access, made again, asks
+ * again. No QP waits for the job: the map's retirement does (its MR's
+ * deregistration or re-registration, which waits, killably, for every
+ * access), and so does the device's unregistration: the job holds the
+ * device (ib_device_try_get()), which ib_core waits for after the last
+ * user object has gone (a killed deregistration leaves the job, its map,
+ * pin and umem behind). A job stalled in its memory's fault stalls that
+ * unregistration with it, as a QP stalled in its own fault does: the
+ * memory's owner ends it (its FUSE server answers, or dies), or an
+ * administrator (aborting the FUSE connection, /sys/fs/fuse/connections/
+ * N/abort, fails the fault). Process context.
  */
-static void sroce_odp_fault_later(struct sroce_map *map, u64 va, u64 len,
-				  bool write)
+void sroce_map_fault_later(struct sroce_map *map, u64 va, u64 len,
+			   bool write)
 {
-	struct sroce_odp_later *later = &map->pin->later;
-	struct ib_device *ibdev = map->pin->ibdev;
+	struct sroce_odp_later *later;
+	struct sroce_odp_range *r;
+	bool queue = false;
+	unsigned int i;
 
-	if (READ_ONCE(later->map))
+	if (map->type != SROCE_MAP_USER || !map->pin->odp || !len)
 		return;
-	if (!sroce_kmem_job_start(map->pin->kmem.ku, SROCE_ODP_USER_LATER))
-		return;
-	if (!ib_device_try_get(ibdev))
-		goto out_job;
-	kref_get(&map->ref);
-	if (cmpxchg(&later->map, NULL, map)) {
-		sroce_map_put(map);
-		ib_device_put(ibdev);
-		goto out_job;
+	later = &map->pin->later;
+	len = min_t(u64, len, SROCE_ODP_LATER_MAX);
+	spin_lock(&later->lock);
+	for (i = 0; i < later->nranges; i++) {
+		r = &later->ranges[i];
+		if (r->map == map && va >= r->va && va - r->va < r->len &&
+		    len <= r->len - (va - r->va) && (r->write || !write))
+			goto out;
 	}
-	later->va = va;
-	later->len = len;
-	later->write = write;
-	/* A note of the last job that no access took is stale now. */
-	WRITE_ONCE(later->bad, 0);
-	sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
-		      "key %#x: page of %#llx not present, faulted in beside\n",
-		      map->key, va);
+	if (later->nranges == SROCE_ODP_LATER_RANGES)
+		goto out;
+	if (!later->busy) {
+		if (!sroce_odp_later_hold(map->pin))
+			goto out;
+		later->busy = true;
+		queue = true;
+	}
+	kref_get(&map->ref);
+	later->ranges[later->nranges++] = (struct sroce_odp_range){
+		.map = map, .va = va, .len = len, .write = write };
+out:
+	spin_unlock(&later->lock);
+	if (!queue)
+		return;
+	sroce_dbg_dev(to_sdev(map->pin->ibdev),
+		      "key %#x: %#llx+%#llx not present, faulted in beside\n",
+		      map->key, va, len);
 	queue_work(sroce_odp_later_wq, &later->work);
-	return;
-
-out_job:
-	sroce_kmem_job_end(map->pin->kmem.ku);
 }
 
 /**

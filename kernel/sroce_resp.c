@@ -179,9 +179,10 @@ static struct sroce_cq *sroce_resp_cq(struct sroce_qp *qp)
  * destroy by the others. So an XRC target takes only pages present now:
  * a request that finds one missing is RNR NAKed (the requester sends it
  * again after its RNR timer), a READ's responses wait for qp->timer
- * (sroce_resp_read_wait()), while a job faults the page in beside
- * (sroce_odp.c), waited for by no QP. RC, UC and UD QPs reach memory of
- * their own PD, their own context's.
+ * (sroce_resp_read_wait()), while a job faults in beside what the
+ * message still needs from there, and no more (sroce_map_fault_later()),
+ * waited for by no QP. RC, UC and UD QPs reach memory of their own PD,
+ * their own context's.
  */
 static enum sroce_fault sroce_resp_fault(const struct sroce_qp *qp)
 {
@@ -196,6 +197,23 @@ static int sroce_resp_copy_sges(struct sroce_qp *qp,
 	return sroce_copy_sges(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
 			       sge, nsge, offset, buf, len, true,
 			       sroce_resp_fault(qp));
+}
+
+/*
+ * A SEND's copy into its receive WQE's buffers found memory not present
+ * (sroce_resp_fault()): have what the message needs from @offset faulted
+ * in beside. A SEND says its length only with its last packet: @last,
+ * this packet's @len bytes; else the rest of the buffers (bounded by the
+ * memory layer), as a receive WQE's whole scatter list is what a
+ * hardware responder faults in for a page fault on a SEND (mlx5).
+ */
+static void sroce_resp_sges_later(struct sroce_qp *qp,
+				  const struct sroce_recv_wqe *rwqe,
+				  u32 offset, u32 len, bool last)
+{
+	sroce_sges_fault_later(to_sdev(qp->ibqp.device), sroce_resp_pd(qp),
+			       (const void *)(rwqe + 1), rwqe->num_sge, offset,
+			       last ? len : U64_MAX, true);
 }
 
 /*
@@ -390,8 +408,12 @@ static enum sroce_resp_result sroce_resp_fill(struct sroce_qp *qp,
 	 * target's: sroce_resp_fault()): not ready. The WQE stays taken,
 	 * the offset where it was, for the packet sent again.
 	 */
-	if (err == -EAGAIN)
+	if (err == -EAGAIN) {
+		sroce_resp_sges_later(qp, rwqe, qp->resp.offset, paylen,
+				      sroce_opinfo[SROCE_PKT(skb)->opcode].flags &
+					      SROCE_OP_LAST);
 		return SROCE_RESP_RNR_PAGE;
+	}
 	if (err == -ERANGE) {
 		sroce_resp_complete(qp, IB_WC_LOC_LEN_ERR, IB_WC_RECV,
 				    0, 0, 0, false);
@@ -520,8 +542,13 @@ static enum sroce_resp_result sroce_resp_write(struct sroce_qp *qp,
 					     pkt->paylen, true,
 					     sroce_resp_fault(qp));
 		}
+		/*
+		 * Not present (sroce_resp_fault()): the packet again later,
+		 * the rest of the message faulted in beside meanwhile.
+		 */
+		if (err == -EAGAIN)
+			sroce_map_fault_later(map, r->va, r->resid, true);
 		sroce_map_put(map);
-		/* Not present (sroce_resp_fault()): the packet again later */
 		if (err == -EAGAIN)
 			return SROCE_RESP_RNR_PAGE;
 		/* An atomic write not aligned in memory: invalid request */
@@ -620,6 +647,10 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 					   sroce_pkt_payload(skb), paylen,
 					   false, sroce_resp_fault(qp)) :
 			    -EACCES;
+		/* Not present: the rest of the READ faulted in beside. */
+		if (err == -EAGAIN)
+			sroce_map_fault_later(map, r->read_va, r->read_left,
+					      false);
 		if (map)
 			sroce_map_put(map);
 		if (err == -EAGAIN) {
@@ -780,8 +811,10 @@ static enum sroce_resp_result sroce_resp_atomic(struct sroce_qp *qp,
 	else
 		err = sroce_map_atomic(mr, va, be64_to_cpu(a->swap_add), 0,
 				       false, &orig, sroce_resp_fault(qp));
-	sroce_map_put(mr);
 	/* Not present (sroce_resp_fault()): not executed, sent again later */
+	if (err == -EAGAIN)
+		sroce_map_fault_later(mr, va, sizeof(u64), true);
+	sroce_map_put(mr);
 	if (err == -EAGAIN)
 		return SROCE_RESP_RNR_PAGE;
 	/*
