@@ -237,8 +237,9 @@ struct sroce_swqe {
  *	NAK's PSN, a READ response or an atomic ACK): the send window
  *	starts there
  * @retries: transport retries left for the oldest WQE
- * @rnr_retries: RNR retries left for the oldest WQE
+ * @rnr_retries: RNR retries left since the responder last made progress
  * @nak_psn: the PSN of the last sequence NAK
+ * @rnr_psn: the PSN of the last RNR NAK
  * @ghost_lo: the first PSN the go-backs of the loss episode sent again
  *	(the lowest of their starts)
  * @ghost_hi: one past the last: @psn_hi at the latest of them
@@ -262,6 +263,7 @@ struct sroce_req {
 	u32 noack_pkts;
 	u32 acked_psn;
 	u32 nak_psn;
+	u32 rnr_psn;
 	u32 ghost_lo;
 	u32 ghost_hi;
 	u32 ghost_left;

@@ -183,12 +183,14 @@ void sroce_comp_local_done(struct sroce_qp *qp)
 
 /*
  * The peer answered something new (an ACK, a READ response in order):
- * the transport timer and the retries start over, so a message that takes
- * longer than the timeout to send or to answer still completes.
+ * the transport timer and the retries, RNR retries too, start over, so a
+ * message that takes longer than the timeout to send or to answer still
+ * completes (rdma_rxe resets both counts on every ACK as well).
  */
 static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->req.retries = qp->attr.retry_cnt;
+	qp->req.rnr_retries = qp->attr.rnr_retry;
 	sroce_comp_arm_retry(qp);
 }
 
@@ -349,6 +351,20 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
 
 	sroce_count(sdev, SROCE_CNT_RNR_NAK_RCVD);
 	sroce_ack_upto(qp, (psn - 1) & SROCE_PSN_MASK);
+	/*
+	 * An RNR NAK past the last one: the responder took the packets
+	 * before it since, progress as an ACK is, and the RNR retries start
+	 * over; only RNR NAKs of one PSN again use them up. The RNR retry
+	 * count bounds the tries of one request, not the RNR NAKs of a
+	 * message: a long message into memory its responder pages in as it
+	 * goes (an XRC receive QP over ODP memory, sroce_resp.c) is RNR
+	 * NAKed at each stretch the responder has not faulted in yet, and
+	 * completes with any rnr_retry. (Before the first RNR NAK since
+	 * the count was last reset, resetting it changes nothing.)
+	 */
+	if (sroce_psn_before(qp->req.rnr_psn, psn))
+		qp->req.rnr_retries = qp->attr.rnr_retry;
+	qp->req.rnr_psn = psn;
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->req.rnr_retries) {
 			sroce_count(sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);
