@@ -26,7 +26,16 @@ static void sroce_map_release(struct kref *ref)
 {
 	struct sroce_map *map = container_of(ref, struct sroce_map, ref);
 
-	sroce_pin_put(map->pin);
+	/*
+	 * A map whose retirement stopped waiting may be dropped last by an
+	 * access of any QP, under that QP's lock: an ODP pin's release,
+	 * which waits for the MMU notifier of its owner's process, is not
+	 * for that QP to wait for.
+	 */
+	if (READ_ONCE(map->orphaned))
+		sroce_pin_put_async(map->pin);
+	else
+		sroce_pin_put(map->pin);
 	kfree_rcu(map, rcu);
 }
 
@@ -160,6 +169,13 @@ static void sroce_map_wait(struct sroce_map *map)
 	while (sroce_map_in_use(map) &&
 	       !(killable && fatal_signal_pending(current)))
 		usleep_range(20, 100);
+	/*
+	 * Killed with accesses still under way: the last of them lets go of
+	 * the map, wherever it runs (struct sroce_map.orphaned). Set before
+	 * the waiter's reference goes, which orders it before the last put.
+	 */
+	if (sroce_map_in_use(map))
+		WRITE_ONCE(map->orphaned, true);
 }
 
 /**

@@ -176,6 +176,8 @@ struct sroce_odp_later {
  * @ahead_run: ODP: those of them that ran (the others were cancelled)
  * @later: ODP: faulting in, beside, what an access that may not wait
  *         found missing (SROCE_NO_FAULT)
+ * @free_work: ODP: releases the pin when its last reference went where
+ *             nothing may wait for that (sroce_pin_put_async())
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
  *        range's page lists (its children's as they come and go), the
  *        page tables of a dma-buf's kernel mapping
@@ -207,6 +209,7 @@ struct sroce_pin {
 	atomic64_t ahead_queued;
 	atomic64_t ahead_run;
 	struct sroce_odp_later later;
+	struct work_struct free_work;
 	struct sroce_kmem kmem;
 };
 
@@ -242,17 +245,22 @@ enum sroce_map_type {
  * @pin: SROCE_MAP_USER: the pages (pinned, ODP or a dma-buf's)
  * @window: a window's view of an MR's map (sroce_map_window())
  * @published: an MR's map, while the MR publishes it (and holds a
- *             reference for that): the one field that changes, under the
- *             MR's lock (sroce_mr_publish())
+ *             reference for that): one of the two fields that change,
+ *             under the MR's lock (sroce_mr_publish())
+ * @orphaned: the other: set by a retirement that stopped waiting for the
+ *            map's accesses (its process killed, sroce_map_wait()), so
+ *            that whichever access drops the map last, in some QP's
+ *            engine perhaps, lets go of an ODP pin from a work item
+ *            (sroce_pin_put_async())
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
  * @npages: SROCE_MAP_FAST: entries of @pages
  * @pages: SROCE_MAP_FAST: each page's kernel address (virtual DMA), the
  *         first holding @iova
  *
- * A map never changes (but for @published): ibv_rereg_mr publishes a new
- * one (sharing the pin when the translation stays) and drops the MR's
- * reference on the old one.
+ * A map never changes (but for @published and @orphaned): ibv_rereg_mr
+ * publishes a new one (sharing the pin when the translation stays) and
+ * drops the MR's reference on the old one.
  */
 struct sroce_map {
 	struct kref ref;
@@ -268,6 +276,7 @@ struct sroce_map {
 	struct sroce_pin *pin;
 	bool window;
 	bool published;
+	bool orphaned;
 	unsigned int page_shift;
 	unsigned int first_offset;
 	u32 npages;
@@ -403,6 +412,7 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 lkey, u64 addr, u64 length,
 				    struct sroce_mr **mrp);
+void sroce_pin_free(struct sroce_pin *pin);
 void sroce_pin_put(struct sroce_pin *pin);
 int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
@@ -457,6 +467,7 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem, enum sroce_fault fault);
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
+void sroce_pin_put_async(struct sroce_pin *pin);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -494,6 +505,12 @@ static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
 static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 {
 	return 0;
+}
+
+/* No pin is an ODP range: none waits in its release. */
+static inline void sroce_pin_put_async(struct sroce_pin *pin)
+{
+	sroce_pin_put(pin);
 }
 
 static inline int sroce_advise_mr(struct ib_pd *pd,

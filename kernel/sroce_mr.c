@@ -31,9 +31,16 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 	return container_of(ibmr, struct sroce_mr, ibmr);
 }
 
-static void sroce_pin_release(struct kref *ref)
+/**
+ * sroce_pin_free - release a pin's pages and free it
+ * @pin: the pin, whose last reference is gone
+ *
+ * Unpins the pages, releases an ODP range's umems (removing their MMU
+ * notifiers, which waits for an invalidation under way) or lets go of a
+ * dma-buf, and gives back its charge. Process context.
+ */
+void sroce_pin_free(struct sroce_pin *pin)
 {
-	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
 	struct sroce_dev *sdev = to_sdev(pin->ibdev);
 	struct mm_struct *grabbed = NULL;
 
@@ -57,6 +64,11 @@ static void sroce_pin_release(struct kref *ref)
 	kvfree(pin->pages);
 	sroce_kmem_end(sdev, &pin->kmem);
 	kfree(pin);
+}
+
+static void sroce_pin_release(struct kref *ref)
+{
+	sroce_pin_free(container_of(ref, struct sroce_pin, ref));
 }
 
 /**

@@ -1006,6 +1006,56 @@ out:
 	queue_work(sroce_odp_later_wq, &later->work);
 }
 
+/* Release a pin whose last reference went where nothing may wait. */
+static void sroce_pin_free_work(struct work_struct *work)
+{
+	struct sroce_pin *pin = container_of(work, struct sroce_pin,
+					     free_work);
+	struct ib_device *ibdev = pin->ibdev;
+
+	sroce_pin_free(pin);
+	ib_device_put(ibdev);
+}
+
+/*
+ * The last reference of an ODP pin went: release it from a work item,
+ * holding the device (whose unregistration waits for it), or here if the
+ * device is being unregistered (then no QP runs to be held up).
+ */
+static void sroce_pin_release_async(struct kref *ref)
+{
+	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
+
+	if (!ib_device_try_get(pin->ibdev)) {
+		sroce_pin_free(pin);
+		return;
+	}
+	INIT_WORK(&pin->free_work, sroce_pin_free_work);
+	queue_work(sroce_odp_wq, &pin->free_work);
+}
+
+/**
+ * sroce_pin_put_async - drop a reference on a pin where nothing may wait
+ *                       for its release
+ * @pin: the pin, or NULL
+ *
+ * An ODP range's release removes its umems' MMU notifiers, which waits for
+ * an invalidation of the owner's mm under way, and the owner's threads can
+ * keep one under way for as long as they like (madvise and munmap calls
+ * that overlap). The last reference of an MR whose deregistration was
+ * killed while an access held its map goes wherever that access runs, in
+ * another process's QP's engine perhaps (struct sroce_map.orphaned): such
+ * a pin is released by a work item. Other pins are released here (they
+ * wait for nothing their owner holds). Process context.
+ */
+void sroce_pin_put_async(struct sroce_pin *pin)
+{
+	if (pin && pin->odp)
+		kref_put(&pin->ref, sroce_pin_release_async);
+	else
+		sroce_pin_put(pin);
+}
+
 /**
  * sroce_ahead_init - set up a responder's faulting ahead
  * @ahead: it, zeroed
