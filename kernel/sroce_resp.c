@@ -635,8 +635,15 @@ static bool sroce_resp_read_more(struct sroce_qp *qp)
 		int err;
 
 		skb = sroce_resp_pkt(qp, op, r->read_psn, paylen);
-		if (!skb)
+		/*
+		 * No memory: the engine runs again at once (a READ that
+		 * waited for its memory is not waiting for qp->timer now:
+		 * sroce_resp_continue()).
+		 */
+		if (!skb) {
+			r->read_waits = 0;
 			return false;
+		}
 		if (sroce_opinfo[op].flags & SROCE_OP_AETH)
 			sroce_set_aeth(skb, SROCE_AETH_ACK_UNLIMITED, r->msn);
 		map = sroce_resp_msg_map(qp, r->read_rkey, r->read_map_id,
@@ -1222,8 +1229,9 @@ void sroce_resp_rcv(struct sroce_qp *qp, struct sk_buff *skb)
  * by the number its request named, as each packet finds its key again, and
  * the READ fails if it is gone. Nothing is held between runs.
  * Return: true when none are left. Otherwise the engine runs again by
- * itself: at once when the budget of responses is spent, or when
- * qp->timer fires for a READ waiting for its memory
+ * itself: at once when the budget of responses is spent or no memory
+ * was left for a response, or when qp->timer fires for a READ waiting for
+ * its memory
  * (sroce_resp_read_wait()), which only the timer's run tries again.
  */
 bool sroce_resp_continue(struct sroce_qp *qp)
