@@ -1064,19 +1064,18 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 		sroce_resp_abort_msg(qp);
 		return;
 	case SROCE_RESP_RNR:
-		sroce_resp_ack(qp, pkt->psn,
-			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
-		return;
 	case SROCE_RESP_RNR_PAGE:
 		sroce_resp_ack(qp, pkt->psn,
 			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
 		/*
 		 * Then wait quietly for the packet to come again (ch. 9,
 		 * RNR NAK: the responder waits for a request with the
-		 * expected PSN): the packets sent after it are dropped
-		 * without the sequence NAK that the requester would count
-		 * against its retry count on every round, so that a page
-		 * that takes many RNR timers to come in fails nothing.
+		 * expected PSN, and sends no other NAK before it): the
+		 * packets sent after it are dropped without the sequence
+		 * NAK that would make the requester go back at once, a
+		 * retry spent, rather than after its RNR timer, on every
+		 * round; so a receive WQE or a page that takes many RNR
+		 * timers to come fails nothing.
 		 */
 		qp->resp.nak_sent = true;
 		return;

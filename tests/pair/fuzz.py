@@ -168,6 +168,11 @@ class Gen:
         # non-zero bytes: a payload that landed shows in the victim's MR
         self.pool = bytes(b or 0x5a for b in self.rnd.randbytes(1 << 16))
         self.kill = None
+        # The victim has NAKed since the last packet at its ePSN that it
+        # took (an RNR NAK, a sequence NAK): a packet ahead then gets no
+        # sequence NAK (kernel/sroce_resp.c, resp.nak_sent).
+        self.naked = False
+        self.seq_naks = 0      # packets ahead that do get one
 
     # --- field menus -------------------------------------------------
     def r(self, n):
@@ -611,6 +616,9 @@ class Gen:
         op = RC_REQ[i % len(RC_REQ)]
         self.add('out_of_sequence', 'psn_ahead',
                  self.mutated_request(op, self.psn_ahead()))
+        if not self.naked:
+            self.seq_naks += 1
+        self.naked = True
 
     def c_dup_read(self, i):
         """Duplicates of a READ the victim took: the responder checks their
@@ -635,6 +643,7 @@ class Gen:
             body = self.body(0x0b, self.qpn, self.epsn, paylen=0, pad=0,
                              reth=(self.va_any(), self.rkey_any(), 0))
         self.add('rnr_nak_sent', 'rnr', self.packet(body))
+        self.naked = True
 
     def c_qp1(self, i):
         """QP1 (UD, GSI) takes no other transport, and no response."""
@@ -679,6 +688,7 @@ class Gen:
                                     reth=(self.va_any(), self.rkey_any(), 0)))
         self.res.append(psn)
         self.epsn = (psn + 1) & 0xffffff
+        self.naked = False
         return psn, pkt
 
     def barrier(self):
@@ -805,7 +815,7 @@ class Gen:
         t = self.tags
         total = sum(t.values())
         exp = [(c, t[c]) for c in DISPOSITION if t[c]]
-        if t['out_of_sequence']:
+        if self.seq_naks:
             exp.append(('nak_seq_sent', 1))
         door_known = sum(t[c] for c in DOOR)
         rcvd = total - door_known - t['door']
