@@ -57,6 +57,15 @@ enum sroce_counter {
 	SROCE_CNT_ODP_FAULTS,
 	SROCE_CNT_ODP_INVALIDATED,
 	SROCE_CNT_ODP_PREFETCHED,
+	/*
+	 * ODP memory an access could not wait for (an XRC receive QP's):
+	 * RNR NAKs sent for it (also in rnr_nak_sent), jobs queued to fault
+	 * it in beside, accesses that queued none as the memory's user had
+	 * its bound of jobs (sroce_odp.c)
+	 */
+	SROCE_CNT_ODP_RNR_NAK_SENT,
+	SROCE_CNT_ODP_LATER_JOBS,
+	SROCE_CNT_ODP_LATER_REFUSED,
 	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
 	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
 	SROCE_NUM_COUNTERS,

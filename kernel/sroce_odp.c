@@ -922,8 +922,10 @@ static void sroce_odp_later_work(struct work_struct *work)
 static bool sroce_odp_later_hold(struct sroce_pin *pin)
 {
 	lockdep_assert_held(&pin->later.lock);
-	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER))
+	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER)) {
+		sroce_count(to_sdev(pin->ibdev), SROCE_CNT_ODP_LATER_REFUSED);
 		return false;
+	}
 	if (!ib_device_try_get(pin->ibdev)) {
 		sroce_kmem_job_end(pin->kmem.ku);
 		return false;
@@ -1000,6 +1002,7 @@ out:
 	spin_unlock(&later->lock);
 	if (!queue)
 		return;
+	sroce_count(to_sdev(map->pin->ibdev), SROCE_CNT_ODP_LATER_JOBS);
 	sroce_dbg_dev(to_sdev(map->pin->ibdev),
 		      "key %#x: %#llx+%#llx not present, faulted in beside\n",
 		      map->key, va, len);

@@ -1067,6 +1067,9 @@ static void sroce_resp_result(struct sroce_qp *qp, struct sk_buff *skb,
 	case SROCE_RESP_RNR_PAGE:
 		sroce_resp_ack(qp, pkt->psn,
 			       SROCE_AETH_RNR_NAK | qp->attr.min_rnr_timer);
+		if (res == SROCE_RESP_RNR_PAGE)
+			sroce_count(to_sdev(qp->ibqp.device),
+				    SROCE_CNT_ODP_RNR_NAK_SENT);
 		/*
 		 * Then wait quietly for the packet to come again (ch. 9,
 		 * RNR NAK: the responder waits for a request with the
