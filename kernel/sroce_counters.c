@@ -54,6 +54,7 @@ const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_RNR_NAK_SENT].name = "odp_rnr_nak_sent",
 	[SROCE_CNT_ODP_LATER_JOBS].name = "odp_later_jobs",
 	[SROCE_CNT_ODP_LATER_REFUSED].name = "odp_later_refused",
+	[SROCE_CNT_ODP_JOBS_RETIRED].name = "odp_jobs_retired",
 	[SROCE_CNT_KMEM_BYTES].name = "kmem_bytes",
 	[SROCE_CNT_KMEM_REFUSED].name = "kmem_refused",
 };

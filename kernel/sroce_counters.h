@@ -66,6 +66,12 @@ enum sroce_counter {
 	SROCE_CNT_ODP_RNR_NAK_SENT,
 	SROCE_CNT_ODP_LATER_JOBS,
 	SROCE_CNT_ODP_LATER_REFUSED,
+	/*
+	 * ODP jobs (a fault-ahead job, a later-job's range) that, when their
+	 * turn came, found their map retired while they were queued (its MR
+	 * deregistered or re-registered): nothing faulted (sroce_odp.c)
+	 */
+	SROCE_CNT_ODP_JOBS_RETIRED,
 	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
 	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
 	SROCE_NUM_COUNTERS,

@@ -36,7 +36,61 @@ static void sroce_map_release(struct kref *ref)
 		sroce_pin_put_async(map->pin);
 	else
 		sroce_pin_put(map->pin);
-	kfree_rcu(map, rcu);
+	sroce_map_unkeep(map);
+}
+
+/**
+ * sroce_map_keep - keep a map for a job that waits in a queue to use it
+ * @map: a map the caller holds (an access)
+ *
+ * Keeps the map's memory only, not its pages, and is no access: a
+ * retirement does not wait for it. A job may wait in a queue behind any
+ * user's work (a workqueue's active items can all be stalled in faults
+ * of one user's memory), and a deregistration that waited for it would
+ * wait as long as that user likes, unkillably at process exit (whose
+ * SIGKILL is dequeued by then). When its turn comes the job uses the map
+ * only through sroce_map_use_kept(). Drop with sroce_map_unkeep().
+ */
+void sroce_map_keep(struct sroce_map *map)
+{
+	refcount_inc(&map->kept);
+}
+
+/**
+ * sroce_map_use_kept - become an access of a map kept for a job
+ * @map: a map sroce_map_keep() kept
+ *
+ * Return: true, the caller then holding an access (sroce_map_put() it),
+ * as sroce_mem_get() gives one; false if the map has gone, or a
+ * retirement has begun to wait for it (its MR deregistered or
+ * re-registered, its window deallocated): then the job leaves it alone.
+ * Either a retirement sees this access and waits for it, or this sees the
+ * retirement (the same pairing as sroce_mem_get()'s).
+ */
+bool sroce_map_use_kept(struct sroce_map *map)
+{
+	if (!kref_get_unless_zero(&map->ref))
+		return false;
+	/* Counted before the flag is read: pairs with sroce_map_wait(). */
+	smp_mb__after_atomic();
+	if (READ_ONCE(map->retired)) {
+		sroce_map_put(map);
+		return false;
+	}
+	return true;
+}
+
+/**
+ * sroce_map_unkeep - drop what sroce_map_keep() took
+ * @map: the map
+ *
+ * Any context. The last reference frees the map, after an RCU grace
+ * period (lookups find maps under RCU).
+ */
+void sroce_map_unkeep(struct sroce_map *map)
+{
+	if (refcount_dec_and_test(&map->kept))
+		kfree_rcu(map, rcu);
 }
 
 /* Drop a reference from sroce_mem_get(); process context. */
@@ -47,11 +101,12 @@ void sroce_map_put(struct sroce_map *map)
 
 /*
  * Waiting for a map's accesses to end. The map's one count holds the
- * accesses (a reference each: a packet's copy, an atomic, a prefetch, a
- * fault-ahead job), the MR's reference while it publishes the map
+ * accesses (a reference each: a packet's copy, an atomic, a prefetch, an
+ * ODP job while it runs), the MR's reference while it publishes the map
  * (struct sroce_map.published), and SROCE_MAP_WAITER for each waiter: a
  * thread that waits for the accesses counts only its own kind, so two of
  * them (a dereg and an invalidation of one map) never wait for each other.
+ * A job waiting in a queue is no access (sroce_map_keep()).
  */
 /*
  * Past any count of accesses (one per thread at most, but for an advice's
@@ -83,12 +138,13 @@ static void sroce_map_unhold(struct sroce_map *map)
  *       or free, or another map published in its place)
  *
  * Waits until every access that found @map is done: a packet's copy, an
- * atomic, a prefetch, an ODP fault-ahead job of at most 4 MiB. None holds
- * a map across packets but a fault-ahead job. When it returns no byte
- * moves through @map, and none will: a lookup racing with it is either
- * counted here or sees the map unpublished (sroce_mem_get()). Process
- * context only, never the engine: an ODP access may wait on its fault
- * without bound (a FUSE file's), and so would this.
+ * atomic, a prefetch, an ODP job's fault of at most 4 MiB while the job
+ * runs (one still queued does not count, and will not use @map:
+ * sroce_map_use_kept()). None holds a map across packets. When it returns
+ * no byte moves through @map, and none will: a lookup racing with it is
+ * either counted here or sees the map unpublished (sroce_mem_get()).
+ * Process context only, never the engine: an ODP access may wait on its
+ * fault without bound (a FUSE file's), and so would this.
  */
 void sroce_map_retire(struct sroce_map *map)
 {
@@ -155,16 +211,29 @@ static bool sroce_map_in_use(struct sroce_map *map)
  * Wait until no access uses @map. For user memory a process being killed
  * stops waiting: an ODP access may wait on its fault for as long as the
  * memory's owner likes, and the pin, which the map holds until its last
- * user drops it, keeps every page alive. Kernel memory (a fast
- * registration, a DMA MR) is the consumer's to free once this returns:
- * that wait is never cut short (its accesses copy kernel memory and never
- * wait).
+ * user drops it, keeps every page alive. But not a process that exits:
+ * its SIGKILL was dequeued before exit_task_work() releases its uverbs
+ * file, and a dying process takes no new signal, so there this wait is
+ * as long as the accesses are. Hence what it waits for: only accesses
+ * under way, each of which waits on nothing but faults of the map's own
+ * memory (a packet's copy or atomic in the memory's own QP's engine, an
+ * advice its own process made, an ODP job faulting that memory in); never
+ * a job waiting in a queue behind other users' work, which keeps the map
+ * without counting (sroce_map_keep()) and, seeing @map->retired, leaves
+ * it alone. Kernel memory (a fast registration, a DMA MR) is the
+ * consumer's to free once this returns: that wait is never cut short (its
+ * accesses copy kernel memory and never wait).
  */
 static void sroce_map_wait(struct sroce_map *map)
 {
 	bool killable = map->type == SROCE_MAP_USER;
 
-	/* Unpublished before the users are counted: see sroce_mem_get(). */
+	/* Jobs that kept the map no longer use it: sroce_map_use_kept(). */
+	WRITE_ONCE(map->retired, true);
+	/*
+	 * Unpublished, and retired, before the users are counted: see
+	 * sroce_mem_get() and sroce_map_use_kept().
+	 */
 	smp_mb();
 	while (sroce_map_in_use(map) &&
 	       !(killable && fatal_signal_pending(current)))
@@ -219,6 +288,7 @@ struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 	if (!map)
 		return NULL;
 	kref_init(&map->ref);
+	refcount_set(&map->kept, 1);
 	map->id = atomic64_inc_return(&sroce_map_ids);
 	map->type = type;
 	map->pd = pd;

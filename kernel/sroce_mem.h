@@ -15,6 +15,7 @@
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/rcupdate.h>
+#include <linux/refcount.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <rdma/ib_umem.h>
@@ -79,7 +80,9 @@ static inline u32 sroce_key_index(u32 key)
 
 /**
  * struct sroce_odp_range - bytes an access that could not wait needs
- * @map: the access's map, a reference the job drops when done with it
+ * @map: the access's map, kept (sroce_map_keep()), not an access: the job
+ *       uses it only while it faults the range in, if the map has not
+ *       been retired meanwhile (sroce_map_use_kept())
  * @va: the first byte, an address of @map
  * @len: bytes, at most SROCE_ODP_LATER_MAX
  * @write: faulted in for writing
@@ -109,7 +112,8 @@ struct sroce_odp_note {
  * @work: the job, on a workqueue of such jobs (sroce_odp.c)
  * @lock: protects the fields below (process context)
  * @busy: the job is queued or running; it then holds the pin, the device,
- *        and a count of its user's jobs (sroce_kmem_job_start())
+ *        and a count of its user's jobs (sroce_kmem_job_start()), but no
+ *        access to any map: a queued job holds up no retirement
  * @nranges: entries of @ranges
  * @ranges: what to fault in, in the order the accesses asked
  * @next_note: the entry of @notes to fill next (the oldest)
@@ -173,7 +177,8 @@ struct sroce_odp_later {
  * @prefetched: ODP: pages ibv_advise_mr() made present, and those a
  *              stream's fault-ahead made present for its next message
  * @ahead_queued: ODP: fault-ahead jobs queued for the range
- * @ahead_run: ODP: those of them that ran (the others were cancelled)
+ * @ahead_run: ODP: those of them that ran (the others were cancelled, or
+ *             found their map retired when their turn came)
  * @later: ODP: faulting in, beside, what an access that may not wait
  *         found missing (SROCE_NO_FAULT)
  * @free_work: ODP: releases the pin when its last reference went where
@@ -227,8 +232,13 @@ enum sroce_map_type {
 /**
  * struct sroce_map - everything an access through an MR's key needs, as
  *                    one immutable snapshot
- * @ref: held by the MR while it is the MR's map, and by each request using
- *       it; a request sees one map from start to end, never a mix
+ * @ref: held by the MR while it is the MR's map, and by each access using
+ *       it (a request sees one map from start to end, never a mix); its
+ *       last put lets go of @pin. Never held by a job waiting in a queue:
+ *       a retirement waits for everything @ref counts (sroce_map_wait())
+ * @kept: the map's memory: one for @ref while it is above zero, and one
+ *        for each job that waits in a queue to use the map
+ *        (sroce_map_keep()); the last frees the map
  * @rcu: the map's memory outlives lookups that found it under RCU
  * @id: unique among maps ever made: a message of several packets, which
  *      looks its key up for each, must find the map its first packet found
@@ -245,25 +255,28 @@ enum sroce_map_type {
  * @pin: SROCE_MAP_USER: the pages (pinned, ODP or a dma-buf's)
  * @window: a window's view of an MR's map (sroce_map_window())
  * @published: an MR's map, while the MR publishes it (and holds a
- *             reference for that): one of the two fields that change,
+ *             reference for that): one of the fields that change,
  *             under the MR's lock (sroce_mr_publish())
- * @orphaned: the other: set by a retirement that stopped waiting for the
- *            map's accesses (its process killed, sroce_map_wait()), so
- *            that whichever access drops the map last, in some QP's
- *            engine perhaps, lets go of an ODP pin from a work item
+ * @orphaned: set by a retirement that stopped waiting for the map's
+ *            accesses (its process killed, sroce_map_wait()), so that
+ *            whichever access drops the map last, in some QP's engine
+ *            perhaps, lets go of an ODP pin from a work item
  *            (sroce_pin_put_async())
+ * @retired: set when a retirement begins to wait (sroce_map_wait()): a
+ *           job that kept the map then does not use it (sroce_map_use_kept())
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
  * @npages: SROCE_MAP_FAST: entries of @pages
  * @pages: SROCE_MAP_FAST: each page's kernel address (virtual DMA), the
  *         first holding @iova
  *
- * A map never changes (but for @published and @orphaned): ibv_rereg_mr
- * publishes a new one (sharing the pin when the translation stays) and
- * drops the MR's reference on the old one.
+ * A map never changes (but for @published, @orphaned and @retired):
+ * ibv_rereg_mr publishes a new one (sharing the pin when the translation
+ * stays) and drops the MR's reference on the old one.
  */
 struct sroce_map {
 	struct kref ref;
+	refcount_t kept;
 	struct rcu_head rcu;
 	u64 id;
 	u32 key;
@@ -277,6 +290,7 @@ struct sroce_map {
 	bool window;
 	bool published;
 	bool orphaned;
+	bool retired;
 	unsigned int page_shift;
 	unsigned int first_offset;
 	u32 npages;
@@ -387,6 +401,9 @@ void sroce_map_retire(struct sroce_map *map);
 bool sroce_map_hold_live(struct sroce_map *map);
 void sroce_map_hold_old(struct sroce_map *map);
 void sroce_map_retire_held(struct sroce_map *map);
+void sroce_map_keep(struct sroce_map *map);
+bool sroce_map_use_kept(struct sroce_map *map);
+void sroce_map_unkeep(struct sroce_map *map);
 struct sroce_map *sroce_map_alloc(enum sroce_map_type type, struct ib_pd *pd,
 				  int access, u64 iova, u64 length,
 				  struct sroce_pin *pin, u32 npages);

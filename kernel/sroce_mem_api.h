@@ -29,6 +29,7 @@
 #define SROCE_ODP 0
 #endif
 
+struct ib_device;
 struct ib_mr;
 struct ib_pd;
 struct sroce_dev;
@@ -41,7 +42,9 @@ struct sroce_map;
  * struct sroce_ahead - faulting in ahead of a stream of messages
  * @work: the job faulting in the pages the next message of a stream will
  *        reach, on the ODP workqueue (sroce_odp.c)
- * @map: the job's map (a reference the job drops), set while it is queued
+ * @map: the job's map, set while it is queued: kept (sroce_map_keep()),
+ *       not held, so that no retirement waits for a job still queued
+ * @ibdev: the device of the QP whose responder this is
  * @va: the job's first byte
  * @len: its bytes
  * @write: it faults for writing
@@ -55,6 +58,7 @@ struct sroce_map;
 struct sroce_ahead {
 	struct work_struct work;
 	struct sroce_map *map;
+	struct ib_device *ibdev;
 	u64 va;
 	u64 len;
 	bool write;
@@ -115,7 +119,7 @@ void sroce_sges_fault_later(struct sroce_dev *sdev, struct ib_pd *pd,
 #if SROCE_ODP
 int sroce_odp_init(void);
 void sroce_odp_exit(void);
-void sroce_ahead_init(struct sroce_ahead *ahead);
+void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev);
 void sroce_ahead_reset(struct sroce_ahead *ahead);
 void sroce_ahead_stop(struct sroce_ahead *ahead);
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
@@ -133,7 +137,8 @@ static inline void sroce_odp_exit(void)
 {
 }
 
-static inline void sroce_ahead_init(struct sroce_ahead *ahead)
+static inline void sroce_ahead_init(struct sroce_ahead *ahead,
+				    struct ib_device *ibdev)
 {
 }
 

@@ -706,14 +706,10 @@ void sroce_odp_exit(void)
 	destroy_workqueue(sroce_odp_wq);
 }
 
-/* Fault a job's range in, beside the engine, and drop its map. */
-static void sroce_ahead_work(struct work_struct *work)
+/* Fault in a fault-ahead job's range of @map, an access the job holds. */
+static void sroce_ahead_fault(struct sroce_map *map, u64 va, u64 len,
+			      bool write)
 {
-	struct sroce_ahead *ahead = container_of(work, struct sroce_ahead,
-						 work);
-	struct sroce_map *map = ahead->map;
-	u64 va = ahead->va, len = ahead->len;
-
 	atomic64_inc(&map->pin->ahead_run);
 	while (len) {
 		u64 n = len;
@@ -722,16 +718,33 @@ static void sroce_ahead_work(struct work_struct *work)
 		if (map->pin->implicit)
 			n = sroce_odp_private_len(map, va, n);
 		if (n)
-			n = sroce_odp_fault_ahead(map, va, n, ahead->write,
-						  true);
+			n = sroce_odp_fault_ahead(map, va, n, write, true);
 		if (!n)
 			break;
 		va += n;
 		len -= n;
 		cond_resched();
 	}
+}
+
+/*
+ * Fault a job's range in, beside the engine, unless its map was retired
+ * while the job waited in the queue; then let go of the map.
+ */
+static void sroce_ahead_work(struct work_struct *work)
+{
+	struct sroce_ahead *ahead = container_of(work, struct sroce_ahead,
+						 work);
+	struct sroce_map *map = ahead->map;
+
+	if (sroce_map_use_kept(map)) {
+		sroce_ahead_fault(map, ahead->va, ahead->len, ahead->write);
+		sroce_map_put(map);
+	} else {
+		sroce_count(to_sdev(ahead->ibdev), SROCE_CNT_ODP_JOBS_RETIRED);
+	}
 	ahead->map = NULL;
-	sroce_map_put(map);
+	sroce_map_unkeep(map);
 }
 
 /*
@@ -876,9 +889,10 @@ static void sroce_odp_later_range(struct sroce_odp_later *later,
 }
 
 /*
- * A range's later job: fault in the ranges accesses queued, in turn,
- * dropping each one's map when done with it, until none is left. Then let
- * the next job be queued, and drop the user's count, the pin (the last
+ * A range's later job: fault in the ranges accesses queued, in turn, each
+ * through its map if that was not retired meanwhile (then nothing of it),
+ * dropping the map when done with it, until none is left. Then let the
+ * next job be queued, and drop the user's count, the pin (the last
  * reference frees it, and this job with it: nothing touches them after)
  * and, last, the device.
  */
@@ -903,8 +917,13 @@ static void sroce_odp_later_work(struct work_struct *work)
 		memmove(later->ranges, later->ranges + 1,
 			later->nranges * sizeof(r));
 		spin_unlock(&later->lock);
-		sroce_odp_later_range(later, &r);
-		sroce_map_put(r.map);
+		if (sroce_map_use_kept(r.map)) {
+			sroce_odp_later_range(later, &r);
+			sroce_map_put(r.map);
+		} else {
+			sroce_count(to_sdev(ibdev), SROCE_CNT_ODP_JOBS_RETIRED);
+		}
+		sroce_map_unkeep(r.map);
 		cond_resched();
 	}
 	sroce_kmem_job_end(pin->kmem.ku);
@@ -949,20 +968,24 @@ static bool sroce_odp_later_hold(struct sroce_pin *pin)
  * WQE's buffers (sroce_sges_fault_later()). Any other map needs nothing.
  *
  * The range goes to its pin's job (struct sroce_odp_later), queued on its
- * workqueue unless it is already, for which it holds the map. The job
- * faults in each range it has, in turn: the access made again finds its
- * pages present, or fails if the job found its page cannot be had (the
- * notes). Nothing is queued when a queued range covers this one, when
+ * workqueue unless it is already, for which it keeps the map: no access,
+ * so a retirement does not wait for a job still queued (sroce_map_keep()).
+ * The job faults in each range it has, in turn, through its map unless
+ * that was retired meanwhile: the access made again finds its pages
+ * present, or fails if the job found its page cannot be had (the notes).
+ * Nothing is queued when a queued range covers this one, when
  * SROCE_ODP_LATER_RANGES are queued, when the memory's user has
  * SROCE_ODP_USER_LATER jobs queued or running (so a user whose memory
  * stalls its faults takes at most that many of the queue's workers), or
  * when the device is being unregistered: the access, made again, asks
- * again. No QP waits for the job: the map's retirement does (its MR's
- * deregistration or re-registration, which waits, killably, for every
- * access), and so does the device's unregistration: the job holds the
- * device (ib_device_try_get()), which ib_core waits for after the last
- * user object has gone (a killed deregistration leaves the job, its map,
- * pin and umem behind). A job stalled in its memory's fault stalls that
+ * again. No QP waits for the job: the map's retirement does while the job
+ * faults the map's range in (its MR's deregistration or re-registration
+ * waits for every access under way), never while it waits in the queue;
+ * and so does the device's unregistration: the job holds the device
+ * (ib_device_try_get()), which ib_core waits for after the last user
+ * object has gone (a deregistration leaves a queued job, or a running
+ * one if it was killed, its pin and umem behind). A job stalled in its
+ * memory's fault stalls that
  * unregistration with it, as a QP stalled in its own fault does: the
  * memory's owner ends it (its FUSE server answers, or dies), or an
  * administrator (aborting the FUSE connection, /sys/fs/fuse/connections/
@@ -995,7 +1018,7 @@ void sroce_map_fault_later(struct sroce_map *map, u64 va, u64 len,
 		later->busy = true;
 		queue = true;
 	}
-	kref_get(&map->ref);
+	sroce_map_keep(map);
 	later->ranges[later->nranges++] = (struct sroce_odp_range){
 		.map = map, .va = va, .len = len, .write = write };
 out:
@@ -1062,10 +1085,12 @@ void sroce_pin_put_async(struct sroce_pin *pin)
 /**
  * sroce_ahead_init - set up a responder's faulting ahead
  * @ahead: it, zeroed
+ * @ibdev: the device of its QP
  */
-void sroce_ahead_init(struct sroce_ahead *ahead)
+void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev)
 {
 	INIT_WORK(&ahead->work, sroce_ahead_work);
+	ahead->ibdev = ibdev;
 }
 
 /**
@@ -1084,12 +1109,13 @@ void sroce_ahead_reset(struct sroce_ahead *ahead)
  * sroce_ahead_stop - cancel a responder's faulting ahead, for good
  * @ahead: it; the QP's engine does not run any more
  *
- * Waits for a job running; drops the map of a job that did not run.
+ * Waits for a job running; lets go of the map of a job that did not run
+ * (taken off the queue without a worker, however full the queue is).
  */
 void sroce_ahead_stop(struct sroce_ahead *ahead)
 {
 	if (cancel_work_sync(&ahead->work)) {
-		sroce_map_put(ahead->map);
+		sroce_map_unkeep(ahead->map);
 		ahead->map = NULL;
 	}
 	sroce_ahead_reset(ahead);
@@ -1118,8 +1144,12 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * window, whose invalidation does not wait for its users), queue a job
  * that faults in, beside the engine while this message is copied, the
  * range the next message of the stream would reach, clipped to the map;
- * those pages count as prefetched, the rest as faults. The MR counts the
- * jobs queued and those that ran (struct sroce_pin). Through implicit
+ * those pages count as prefetched, the rest as faults. The job keeps the
+ * map but holds no access while it waits in the queue (sroce_map_keep()),
+ * where other users' stalled jobs may keep it for long: a deregistration
+ * or re-registration does not wait for it, and it does nothing once its
+ * turn comes (odp_jobs_retired). The MR counts the jobs queued and those
+ * that ran (struct sroce_pin). Through implicit
  * ODP, where the consumer named no memory, the job goes only as far as
  * the range is private anonymous memory (sroce_odp_private_len()).
  * Anything else needs nothing. Only a hint: what cannot be had is faulted
@@ -1136,7 +1166,7 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	if (map->type != SROCE_MAP_USER || !map->pin->odp || !len)
 		return;
 	if (cancel_work(&ahead->work)) {
-		sroce_map_put(ahead->map);
+		sroce_map_unkeep(ahead->map);
 		ahead->map = NULL;
 	} else {
 		flush_work(&ahead->work);
@@ -1147,7 +1177,7 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	sroce_odp_fault_ahead(map, va, len, write, false);
 	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
 		return;
-	kref_get(&map->ref);
+	sroce_map_keep(map);
 	ahead->map = map;
 	ahead->va = end;
 	ahead->len = min3(len, map_end - end, (u64)SROCE_AHEAD_MAX);
