@@ -59,6 +59,9 @@ CONFIG_DEBUG_FS=y
 CONFIG_HUGETLBFS=y
 CONFIG_TRANSPARENT_HUGEPAGE=y
 CONFIG_PROC_PAGE_MONITOR=y
+# FUSE (Debian builds it): odp_stall_isolation.sh stalls an ODP fault on
+# a file whose server holds the read.
+CONFIG_FUSE_FS=m
 # Networking the tests use.
 CONFIG_NET_NS=y
 CONFIG_IPV6=y
