@@ -1,0 +1,63 @@
+# A process's ODP page fault that does not end (the page of a file whose
+# FUSE server holds the read: tests/src/stallfs.h) holds up its own work
+# only, never another process's (tests/src/sroce_stall.cpp):
+# - destroy_other_user: A (uid 65534) posts, in one ibv_post_send(), a
+#   SEND to V's QP and a SEND from the FUSE page; while A's doorbell waits
+#   in the fault (D state, under sroce_task_doorbell, the read held), V's
+#   QP receives the first SEND and V's ibv_destroy_qp() returns.
+# - destroy_same_user: the same with A and V both root (two processes).
+# - doorbell_to_stalled_peer: V's ibv_post_send() of a SEND to A's QP,
+#   whose receive buffer is the FUSE page, returns; A's QP's run waits in
+#   a worker; V destroys its QP; once the read is answered A has V's bytes.
+# - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
+#   engine workqueue's share of CPU 0, and A sends V a packet there: V's
+#   ibv_destroy_qp() returns all the same.
+# Before pending/inline-hold each of these hung until the read was
+# answered: a doorbell ran, and held a reference on, any QP its loopback
+# packets reached, and a destroy waited for a worker to run its QP.
+# Every wait is bounded; then the read is answered and everything must
+# end, unmount and leave no object and no task in sroce.
+# shellcheck source=SCRIPTDIR/../lib.sh
+. "$(dirname "$0")/../lib.sh"
+stall=$repo/tests/bin/sroce-stall
+[ -e /dev/fuse ] || modprobe fuse 2>/dev/null ||
+	skip "no FUSE in this kernel (CONFIG_FUSE_FS): no fault to stall"
+link_add sroce0 eth0
+base=$(kernel_counts sroce0)
+mnt=$(mktemp -d /tmp/sroce-stall.XXXXXX) || fail "mktemp -d"
+chmod 755 "$mnt"	# A, uid 65534, opens the file under it
+# shellcheck disable=SC2064 # $mnt is known now
+trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
+
+# Tasks whose kernel stack is in sroce: a run, a doorbell or a destroy
+# that did not end (an rdma resource listing could wait for its QP).
+in_sroce() { grep -l '\[sroce\]' /proc/[0-9]*/stack 2>/dev/null; }
+none_in_sroce() { [ -z "$(in_sroce)" ]; }
+
+bad=
+for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
+	destroy_wq_full; do
+	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
+	rc=$?
+	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"
+	[ $rc = 0 ] || bad+="$t (status $rc): $out"$'\n'
+	if mountpoint -q "$mnt"; then
+		bad+="$t: StallFs still mounted on $mnt"$'\n'
+		umount -l "$mnt"
+	fi
+	if ! wait_for 60 none_in_sroce; then
+		bad+="$t: tasks still in sroce $(tmo 60) s later:"
+		for f in $(in_sroce); do
+			bad+=" ${f%/stack} ($(tr '\n' ' ' < "$f"))"
+		done
+		fail "$bad"
+	fi
+	for o in pd mr cq qp; do
+		n=$(user_objects $o sroce0)
+		[ "$n" = 0 ] || bad+="$t: $n process $o objects left"$'\n'
+	done
+	now=$(kernel_counts sroce0)
+	[ "$now" = "$base" ] ||
+		bad+="$t: kernel objects $now, not $base as before"$'\n'
+done
+[ -z "$bad" ] || fail "$bad"

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// sroce-stall's parts (stall.h): V, root, and the attackers, uid 65534
+// (but in destroy_same_user), which open the device, the FUSE file and
+// everything else themselves, after becoming that user.
+#include "stall.h"
+
+#include "check.h"
+#include "role.h"
+#include "stallfs.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <vector>
+
+namespace stall {
+namespace {
+
+const uint32_t kMsg = 64;	// bytes of a SEND that must arrive
+const uint32_t kGrh = 40;	// before a UD receive's data
+const int kGid = 1;		// the GID index of every path (loopback)
+const uint32_t kQkey = 0x1234;
+const uid_t kNobody = 65534;
+
+uint8_t msg_byte(size_t i)
+{
+	return uint8_t(0xa0 + i * 3);
+}
+
+// The device, a PD and a CQ of one process.
+struct Dev {
+	ibv_context *ctx = nullptr;
+	ibv_pd *pd = nullptr;
+	ibv_cq *cq = nullptr;
+
+	bool open(const char *name, int cqe)
+	{
+		ctx = open_device(name);
+		pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
+		cq = ctx ? ibv_create_cq(ctx, cqe, nullptr, nullptr, 0) : nullptr;
+		CHECK(ctx && pd && cq, "opening %s, its PD and CQ: %s", name,
+		      strerror(errno));
+		return ctx && pd && cq;
+	}
+
+	void close()
+	{
+		if (cq)
+			CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+		if (pd)
+			CHECK(ibv_dealloc_pd(pd) == 0, "dealloc PD");
+		if (ctx)
+			CHECK(ibv_close_device(ctx) == 0, "close device");
+		*this = {};
+	}
+};
+
+// The attacker runs as nobody, as an unprivileged user would; the device
+// and the file are opened after, as that user.
+bool become_nobody()
+{
+	bool ok = !setgroups(0, nullptr) &&
+		  !setresgid(kNobody, kNobody, kNobody) &&
+		  !setresuid(kNobody, kNobody, kNobody) &&
+		  // A change of credentials clears the parent-death signal.
+		  !prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+	CHECK(ok, "becoming uid %u: %s", kNobody, strerror(errno));
+	return ok;
+}
+
+// The device faults @cap (IBV_ODP_SUPPORT_SEND, _RECV) on @type QPs.
+bool odp_can(ibv_context *ctx, ibv_qp_type type, uint32_t cap)
+{
+	ibv_device_attr_ex a{};
+
+	if (ibv_query_device_ex(ctx, nullptr, &a))
+		return false;
+	const ibv_odp_caps &o = a.odp_caps;
+	uint32_t caps = type == IBV_QPT_UD ? o.per_transport_caps.ud_odp_caps :
+					     o.per_transport_caps.rc_odp_caps;
+	bool ok = (o.general_caps & IBV_ODP_SUPPORT) && (caps & cap) == cap;
+
+	CHECK(ok, "the device has no ODP %#x on QP type %d", cap, type);
+	return ok;
+}
+
+// The FUSE file, mapped shared (writable with @write), or nullptr.
+uint8_t *map_file(const std::string &path, bool write)
+{
+	int fd = ::open(path.c_str(), write ? O_RDWR : O_RDONLY);
+	void *m = fd < 0 ? MAP_FAILED :
+			   mmap(nullptr, StallFs::kLen,
+				PROT_READ | (write ? PROT_WRITE : 0),
+				MAP_SHARED, fd, 0);
+
+	CHECK(m != MAP_FAILED, "mapping %s: %s", path.c_str(), strerror(errno));
+	if (fd >= 0)
+		::close(fd);
+	return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+}
+
+ibv_qp *make_qp(Dev &d, ibv_qp_type type, uint32_t sends,
+		uint32_t inline_len)
+{
+	ibv_qp_init_attr ia{};
+
+	ia.send_cq = ia.recv_cq = d.cq;
+	ia.qp_type = type;
+	ia.cap = { sends, 1, 1, 1, inline_len };
+	ibv_qp *qp = ibv_create_qp(d.pd, &ia);
+	CHECK(qp, "creating a QP: %s", strerror(errno));
+	return qp;
+}
+
+ibv_ah_attr loopback_path(ibv_context *ctx)
+{
+	ibv_ah_attr a{};
+
+	a.is_global = 1;
+	a.port_num = 1;
+	a.grh.sgid_index = kGid;
+	a.grh.hop_limit = 64;
+	ibv_query_gid(ctx, 1, kGid, &a.grh.dgid);
+	return a;
+}
+
+// RC @qp to RTS towards QP @dest of this device; PSNs as xfer.h's.
+bool rc_connect(ibv_context *ctx, ibv_qp *qp, uint32_t dest)
+{
+	ibv_qp_attr a{};
+
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	a = {};
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = dest * 7 & 0xffffff;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr = loopback_path(ctx);
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER);
+	a = {};
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = qp->qp_num * 7 & 0xffffff;
+	a.timeout = scaled_qp_timeout();
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.max_rd_atomic = 1;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	CHECK(ret == 0, "connecting QP %#x to %#x: %s", qp->qp_num, dest,
+	      strerror(ret));
+	return ret == 0;
+}
+
+bool ud_ready(ibv_qp *qp)
+{
+	ibv_qp_attr a{};
+
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = kQkey;
+	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+						IBV_QP_PORT | IBV_QP_QKEY);
+	a.qp_state = IBV_QPS_RTR;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	ret = ret ?: ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	CHECK(ret == 0, "UD QP %#x to RTS: %s", qp->qp_num, strerror(ret));
+	return ret == 0;
+}
+
+bool post_recv(ibv_qp *qp, void *buf, uint32_t len, uint32_t lkey)
+{
+	ibv_sge sge = { uintptr_t(buf), len, lkey };
+	ibv_recv_wr wr{}, *bad;
+
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	int ret = ibv_post_recv(qp, &wr, &bad);
+	CHECK(ret == 0, "posting a receive: %s", strerror(ret));
+	return ret == 0;
+}
+
+// A SEND of kMsg bytes of msg_byte(), inline (to UD QP @qpn through @ah
+// if given).
+ibv_send_wr inline_send(const uint8_t *msg, ibv_ah *ah = nullptr,
+			uint32_t qpn = 0)
+{
+	static ibv_sge sge;
+	ibv_send_wr wr{};
+
+	sge = { uintptr_t(msg), kMsg, 0 };
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = qpn;
+	wr.wr.ud.remote_qkey = kQkey;
+	return wr;
+}
+
+// Up to @ms for @n completions on @cq; how many came, and how many of them
+// failed or were not @want's byte length (if @want).
+int poll_some(ibv_cq *cq, int n, long ms, uint32_t want, int *bad)
+{
+	long end = now_ms() + ms;
+	int got = 0;
+
+	*bad = 0;
+	while (got < n && now_ms() < end) {
+		ibv_wc wc;
+		int k = ibv_poll_cq(cq, 1, &wc);
+		if (k == 1) {
+			got++;
+			if (wc.status != IBV_WC_SUCCESS ||
+			    (want && wc.byte_len != want))
+				(*bad)++;
+		} else {
+			usleep(1000);
+		}
+	}
+	return got;
+}
+
+// A part's loop: @fn answers each command until the test goes (EOF).
+void commands(int fd, const std::function<void(const char *)> &fn)
+{
+	char cmd[kLine];
+
+	while (hear(fd, cmd, -1))
+		fn(cmd);
+}
+
+// A's memory: the FUSE file mapped, an ODP MR over it.
+struct Odp {
+	uint8_t *map = nullptr;
+	ibv_mr *mr = nullptr;
+
+	bool reg(Dev &d, const std::string &file, bool write)
+	{
+		map = map_file(file, write);
+		if (map)
+			mr = ibv_reg_mr(d.pd, map, StallFs::kLen,
+					IBV_ACCESS_ON_DEMAND |
+						(write ? IBV_ACCESS_LOCAL_WRITE : 0));
+		CHECK(mr, "ODP MR over %s: %s", file.c_str(), strerror(errno));
+		return mr;
+	}
+
+	void dereg()
+	{
+		if (mr)
+			CHECK(ibv_dereg_mr(mr) == 0, "A: dereg ODP MR");
+		if (map)
+			munmap(map, StallFs::kLen);
+		*this = {};
+	}
+};
+
+// A for destroy_wq_full, pinned to CPU 0: @n UD QPs in one context, each
+// with a receive into the FUSE page (an ODP MR, writable), and a UD QP of
+// a second context to send to them. "flood": flooded MS RC, a SEND to each
+// of the @n (one ibv_post_send() each); "send QPN": sent RC, a SEND to V;
+// "recvd MS": recvd GOT BAD, the @n QPs' receives that completed.
+struct Flood {
+	Dev x, s;
+	Odp m;
+	std::vector<ibv_qp *> qps;
+	ibv_qp *sender = nullptr;
+	ibv_ah *ah = nullptr;
+	uint8_t msg[kMsg];
+
+	bool setup(const char *devname, const std::string &file, int n)
+	{
+		cpu_set_t cpus;
+
+		CPU_ZERO(&cpus);
+		CPU_SET(0, &cpus);
+		CHECK(!sched_setaffinity(0, sizeof(cpus), &cpus),
+		      "pinning A to CPU 0: %s", strerror(errno));
+		for (uint32_t i = 0; i < kMsg; i++)
+			msg[i] = msg_byte(i);
+		if (!become_nobody() || !x.open(devname, 2 * n) ||
+		    !odp_can(x.ctx, IBV_QPT_UD, IBV_ODP_SUPPORT_RECV) ||
+		    !m.reg(x, file, true) || !s.open(devname, 2 * n))
+			return false;
+		for (int i = 0; i < n; i++) {
+			ibv_qp *qp = make_qp(x, IBV_QPT_UD, 1, 0);
+			if (!qp)
+				return false;
+			qps.push_back(qp);
+			if (!ud_ready(qp) ||
+			    !post_recv(qp, m.map, kGrh + kMsg, m.mr->lkey))
+				return false;
+		}
+		sender = make_qp(s, IBV_QPT_UD, 2 * n, kMsg);
+		ibv_ah_attr path = loopback_path(s.ctx);
+		ah = ibv_create_ah(s.pd, &path);
+		CHECK(ah, "creating an AH: %s", strerror(errno));
+		return sender && ud_ready(sender) && ah;
+	}
+
+	int send(uint32_t qpn)
+	{
+		ibv_send_wr wr = inline_send(msg, ah, qpn), *bad;
+
+		return ibv_post_send(sender, &wr, &bad);
+	}
+
+	void teardown()
+	{
+		for (ibv_qp *qp : qps)
+			CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+		if (sender)
+			CHECK(ibv_destroy_qp(sender) == 0, "A: destroy QP");
+		if (ah)
+			CHECK(ibv_destroy_ah(ah) == 0, "A: destroy AH");
+		m.dereg();
+		x.close();
+		s.close();
+	}
+};
+
+} // namespace
+
+// V, root: one RC (or UD) QP, a pinned 4 KiB buffer, a receive of kMsg
+// bytes posted. "connect QPN" (RC: then its receive), "recv MS" (recv
+// ok|none|bad), "post" (posting, then posted MS RC: a SEND of kMsg
+// bytes), "destroy" (destroyed MS RC).
+int victim(int fd, const char *devname, ibv_qp_type type)
+{
+	Dev d;
+	auto *buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
+	ibv_mr *mr = nullptr;
+	ibv_qp *qp = nullptr;
+	uint32_t at = type == IBV_QPT_UD ? kGrh : 0;
+
+	memset(buf, 0, 4096);
+	for (uint32_t i = 0; i < kMsg; i++)
+		buf[2048 + i] = msg_byte(i);
+	if (d.open(devname, 16))
+		mr = ibv_reg_mr(d.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	if (mr)
+		qp = make_qp(d, type, 4, 0);
+	// A receive of kMsg bytes: UD's now, RC's once connected.
+	if (!qp || (type == IBV_QPT_UD && (!ud_ready(qp) ||
+	    !post_recv(qp, buf, at + kMsg, mr->lkey)))) {
+		say(fd, "error setting up the victim");
+		return 1;
+	}
+	say(fd, "ready %u", qp->qp_num);
+	commands(fd, [&](const char *cmd) {
+		unsigned n;
+		long t = now_ms();
+		int bad, ret;
+
+		if (sscanf(cmd, "connect %u", &n) == 1) {
+			say(fd, rc_connect(d.ctx, qp, n) &&
+					post_recv(qp, buf, kMsg, mr->lkey) ?
+				"ok" : "error connect");
+		} else if (sscanf(cmd, "recv %u", &n) == 1) {
+			int got = poll_some(d.cq, 1, n, at + kMsg, &bad);
+			bool same = true;
+			for (uint32_t i = 0; i < kMsg; i++)
+				same = same && buf[at + i] == msg_byte(i);
+			say(fd, "recv %s",
+			    !got ? "none" : bad || !same ? "bad" : "ok");
+		} else if (!strcmp(cmd, "post")) {
+			ibv_sge sge = { uintptr_t(buf + 2048), kMsg, mr->lkey };
+			ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1), *b;
+			say(fd, "posting");
+			ret = ibv_post_send(qp, &wr, &b);
+			say(fd, "posted %ld %d", now_ms() - t, ret);
+		} else if (!strcmp(cmd, "destroy")) {
+			ret = ibv_destroy_qp(qp);
+			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+			if (!ret)
+				qp = nullptr;
+		}
+	});
+	if (qp)
+		CHECK(ibv_destroy_qp(qp) == 0, "V: destroy QP");
+	CHECK(ibv_dereg_mr(mr) == 0, "V: dereg MR");
+	d.close();
+	free(buf);
+	return failures ? 1 : 0;
+}
+
+// A for destroy_*_user: an RC QP, an ODP MR over the file (read-only).
+// "connect QPN"; "post": posting, then posted MS RC, of one
+// ibv_post_send() of a SEND inline and a SEND of the FUSE page.
+int attacker_doorbell(int fd, const char *devname, const std::string &file,
+		      bool nobody)
+{
+	Dev d;
+	Odp m;
+	ibv_qp *qp = nullptr;
+	uint8_t msg[kMsg];
+
+	for (uint32_t i = 0; i < kMsg; i++)
+		msg[i] = msg_byte(i);
+	if ((!nobody || become_nobody()) && d.open(devname, 16) &&
+	    odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_SEND) &&
+	    m.reg(d, file, false))
+		qp = make_qp(d, IBV_QPT_RC, 4, kMsg);
+	if (!qp) {
+		say(fd, "error setting up the attacker");
+		return 1;
+	}
+	say(fd, "ready %u", qp->qp_num);
+	commands(fd, [&](const char *cmd) {
+		unsigned n;
+
+		if (sscanf(cmd, "connect %u", &n) == 1) {
+			say(fd, rc_connect(d.ctx, qp, n) ? "ok" : "error connect");
+		} else if (!strcmp(cmd, "post")) {
+			ibv_sge sge = { uintptr_t(m.map), 1024, m.mr->lkey };
+			ibv_send_wr page = one_sge_wr(&sge, IBV_WR_SEND, 2);
+			ibv_send_wr first = inline_send(msg), *bad;
+			long t = now_ms();
+
+			first.next = &page;
+			say(fd, "posting");
+			int ret = ibv_post_send(qp, &first, &bad);
+			say(fd, "posted %ld %d", now_ms() - t, ret);
+		}
+	});
+	CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+	m.dereg();
+	d.close();
+	return failures ? 1 : 0;
+}
+
+// A for doorbell_to_stalled_peer: an RC QP whose receive (posted once
+// connected) is the FUSE page's first kMsg bytes (an ODP MR, writable).
+// "connect QPN"; "check
+// MS": recv ok|none|bad, ok if the receive completed with V's bytes.
+int attacker_receiver(int fd, const char *devname, const std::string &file)
+{
+	Dev d;
+	Odp m;
+	ibv_qp *qp = nullptr;
+
+	if (become_nobody() && d.open(devname, 16) &&
+	    odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_RECV) &&
+	    m.reg(d, file, true))
+		qp = make_qp(d, IBV_QPT_RC, 4, 0);
+	if (!qp) {
+		say(fd, "error setting up the attacker");
+		return 1;
+	}
+	say(fd, "ready %u", qp->qp_num);
+	commands(fd, [&](const char *cmd) {
+		unsigned n;
+		int bad;
+
+		if (sscanf(cmd, "connect %u", &n) == 1) {
+			say(fd, rc_connect(d.ctx, qp, n) &&
+					post_recv(qp, m.map, kMsg, m.mr->lkey) ?
+				"ok" : "error connect");
+		} else if (sscanf(cmd, "check %u", &n) == 1) {
+			int got = poll_some(d.cq, 1, n, kMsg, &bad);
+			bool same = true;
+			for (uint32_t i = 0; i < kMsg; i++)
+				same = same && m.map[i] == msg_byte(i);
+			say(fd, "recv %s",
+			    !got ? "none" : bad || !same ? "bad" : "ok");
+		}
+	});
+	CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+	m.dereg();
+	d.close();
+	return failures ? 1 : 0;
+}
+
+int attacker_flood(int fd, const char *devname, const std::string &file,
+		   int n)
+{
+	Flood f;
+
+	if (!f.setup(devname, file, n)) {
+		say(fd, "error setting up the attacker");
+		f.teardown();
+		return 1;
+	}
+	say(fd, "ready %d", n);
+	commands(fd, [&](const char *cmd) {
+		unsigned qpn, ms;
+		int ret = 0, bad;
+		long t = now_ms();
+
+		if (!strcmp(cmd, "flood")) {
+			for (int i = 0; i < n && !ret; i++)
+				ret = f.send(f.qps[i]->qp_num);
+			say(fd, "flooded %ld %d", now_ms() - t, ret);
+		} else if (sscanf(cmd, "send %u", &qpn) == 1) {
+			say(fd, "sent %d", f.send(qpn));
+		} else if (sscanf(cmd, "recvd %u", &ms) == 1) {
+			int got = poll_some(f.x.cq, n, ms, kGrh + kMsg, &bad);
+			say(fd, "recvd %d %d", got, bad);
+		}
+	});
+	f.teardown();
+	return failures ? 1 : 0;
+}
+
+} // namespace stall
