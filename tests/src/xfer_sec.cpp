@@ -8,13 +8,26 @@
 // valid. What they check: an atomic through a zero-based window, unaligned
 // where it really lands; an XRC send QP connected to itself, which must not
 // answer its own requests; XRC READs longer than 64 packets; an ODP MR with
-// IBV_ACCESS_HUGETLB over 1 TiB; a message of 2^22 packets.
+// IBV_ACCESS_HUGETLB over 1 TiB; a message of 2^22 packets; an XRC receive
+// QP whose requests reach another context's memory that cannot be faulted
+// in (its verbs must not wait for it).
 #include "xfer.h"
 
+#include "role.h"
+#include "stallfs.h"
+#include "tasks.h"
+
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <ctime>
 #include <fcntl.h>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <thread>
 
 namespace xfer {
 namespace {
@@ -363,6 +376,50 @@ void t_mw_atomic_unaligned(Pair &p)
 
 // ---- XRC ----
 
+// The XRC domain of file @fd in @ctx (-1: a domain of its own), made if
+// none is.
+ibv_xrcd *open_xrcd(ibv_context *ctx, int fd)
+{
+	ibv_xrcd_init_attr xa{};
+
+	xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+	xa.fd = fd;
+	xa.oflags = O_CREAT;
+	ibv_xrcd *xrcd = ibv_open_xrcd(ctx, &xa);
+	CHECK(xrcd, "open XRCD: %s", strerror(errno));
+	return xrcd;
+}
+
+// An XRC SRQ of 16 WQEs of one SGE in @xrcd, of @pd, completing in @cq.
+ibv_srq *xrc_srq(ibv_context *ctx, ibv_xrcd *xrcd, ibv_pd *pd, ibv_cq *cq)
+{
+	ibv_srq_init_attr_ex sa{};
+
+	sa.attr = { 16, 1, 0 };
+	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
+		       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
+	sa.srq_type = IBV_SRQT_XRC;
+	sa.xrcd = xrcd;
+	sa.cq = cq;
+	sa.pd = pd;
+	ibv_srq *srq = ibv_create_srq_ex(ctx, &sa);
+	CHECK(srq, "create XRC SRQ: %s", strerror(errno));
+	return srq;
+}
+
+// An XRC receive QP of @ctx in XRC domain @xrcd.
+ibv_qp *xrc_recv(ibv_context *ctx, ibv_xrcd *xrcd)
+{
+	ibv_qp_init_attr_ex ia{};
+
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	ia.xrcd = xrcd;
+	ibv_qp *qp = ibv_create_qp_ex(ctx, &ia);
+	CHECK(qp, "create XRC_RECV QP: %s", strerror(errno));
+	return qp;
+}
+
 // An XRC target: an XRC domain, an XRC SRQ of it (in a PD, completing in a
 // CQ) and an XRC receive QP of the domain.
 struct XrcTarget {
@@ -377,28 +434,9 @@ struct XrcTarget {
 
 	bool open(ibv_context *ctx, ibv_pd *pd, ibv_cq *cq)
 	{
-		ibv_xrcd_init_attr xa{};
-		xa.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
-		xa.fd = -1;
-		xa.oflags = O_CREAT;
-		xrcd = ibv_open_xrcd(ctx, &xa);
-		CHECK(xrcd, "open XRCD: %s", strerror(errno));
-		ibv_srq_init_attr_ex sa{};
-		sa.attr = { 16, 1, 0 };
-		sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD |
-			       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_PD;
-		sa.srq_type = IBV_SRQT_XRC;
-		sa.xrcd = xrcd;
-		sa.cq = cq;
-		sa.pd = pd;
-		srq = xrcd ? ibv_create_srq_ex(ctx, &sa) : nullptr;
-		CHECK(!xrcd || srq, "create XRC SRQ: %s", strerror(errno));
-		ibv_qp_init_attr_ex ia{};
-		ia.qp_type = IBV_QPT_XRC_RECV;
-		ia.comp_mask = IBV_QP_INIT_ATTR_XRCD;
-		ia.xrcd = xrcd;
-		qp = srq ? ibv_create_qp_ex(ctx, &ia) : nullptr;
-		CHECK(!srq || qp, "create XRC_RECV QP: %s", strerror(errno));
+		xrcd = open_xrcd(ctx, -1);
+		srq = xrcd ? xrc_srq(ctx, xrcd, pd, cq) : nullptr;
+		qp = srq ? xrc_recv(ctx, xrcd) : nullptr;
 		int ret = qp ? ibv_get_srq_num(srq, &srqn) : 0;
 		CHECK(ret == 0, "ibv_get_srq_num: %s", strerror(ret));
 		return qp && ret == 0;
@@ -633,6 +671,518 @@ void t_xrc_read_long(Pair &p)
 		ok = xrc_read(p, ini, x, src, dst, lens[i], 400 + i);
 	if (ini)
 		CHECK(ibv_destroy_qp(ini) == 0, "destroy XRC_SEND QP");
+}
+
+// ---- xrc_foreign_stall ----
+
+// The other process's memory: the StallFs file (stallfs.h), mapped
+// shared. Its first touch asks the file system for the page, and the
+// server holds the read until the test releases it: the fault waits in D
+// state, as any user's own FUSE server can make it wait.
+const size_t kStallLen = StallFs::kLen;
+// A time limit of @s seconds (times the time scale), in ms.
+long scaled_ms(long s)
+{
+	return s * 1000 * time_scale();
+}
+
+// What the other process is asked over its socket, and what it answers.
+enum ForeignOp : uint32_t {
+	kForeignRecv,	// post a receive of @len bytes at @off as @id
+	kForeignPoll,	// the completion of receive @id (past flushed ones)
+	kForeignRead,	// @len bytes of its memory at @off (then the bytes)
+	kForeignQuit,	// tear down and exit
+};
+
+struct ForeignCmd {
+	uint32_t op, len;
+	uint64_t off, id;
+};
+
+struct ForeignReply {
+	int32_t ret;		// 0, or what failed
+	uint32_t status;	// kForeignPoll: the completion's
+	uint32_t byte_len;
+	uint32_t rkey;		// the setup reply: its MR's
+	uint64_t addr;		// and where its memory is
+	uint32_t srqn;		// and its SRQ's number
+	uint32_t pad;
+};
+
+// @n bytes from @fd within @ms (-1: no limit). False on time out, end of
+// file or error.
+bool read_all(int fd, void *buf, size_t n, long ms = -1)
+{
+	long end = ms < 0 ? -1 : now_ms() + ms;
+
+	for (auto *b = static_cast<uint8_t *>(buf); n;) {
+		if (!readable_by(fd, end))
+			return false;
+		ssize_t r = read(fd, b, n);
+		if (r <= 0)
+			return false;
+		b += r;
+		n -= size_t(r);
+	}
+	return true;
+}
+
+bool write_all(int fd, const void *buf, size_t n)
+{
+	for (auto *b = static_cast<const uint8_t *>(buf); n;) {
+		ssize_t r = send(fd, b, n, MSG_NOSIGNAL);
+		if (r <= 0)
+			return false;
+		b += r;
+		n -= size_t(r);
+	}
+	return true;
+}
+
+// The other process (a part, role.h): its own context of the device (its
+// own uverbs file and memory), the XRC domain of the file @xrcd_path that
+// the pair's context opened too, and in its own PD an XRC SRQ of that
+// domain and an ODP MR over its own mapping of the StallFs file @file. It
+// answers ForeignCmds on its socket @fd until kForeignQuit, touching no
+// new memory meanwhile: a job faulting its mapping in holds its mmap lock
+// for as long as the read is held. Return: its exit status.
+int foreign_main(ibv_device *dev, const std::string &xrcd_path,
+		 const std::string &file, int fd)
+{
+	int xfd = open(xrcd_path.c_str(), O_RDONLY);
+	int ffd = open(file.c_str(), O_RDWR);
+	void *m = ffd < 0 ? MAP_FAILED : mmap(nullptr, kStallLen,
+					     PROT_READ | PROT_WRITE,
+					     MAP_SHARED, ffd, 0);
+	auto *map = m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+	ibv_context *ctx = map && xfd >= 0 ? ibv_open_device(dev) : nullptr;
+	ibv_pd *pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
+	ibv_cq *cq = pd ? ibv_create_cq(ctx, 64, nullptr, nullptr, 0) : nullptr;
+	ibv_xrcd *xrcd = cq ? open_xrcd(ctx, xfd) : nullptr;
+	ibv_srq *srq = xrcd ? xrc_srq(ctx, xrcd, pd, cq) : nullptr;
+	ibv_mr *mr = nullptr;
+	ForeignReply r{};
+	ForeignCmd c;
+	ibv_wc wc;
+
+	CHECK(xfd >= 0, "other process: opening %s: %s", xrcd_path.c_str(),
+	      strerror(errno));
+	CHECK(map, "other process: mapping %s: %s", file.c_str(),
+	      strerror(errno));
+	CHECK(!map || cq, "other process: context, PD, CQ: %s",
+	      strerror(errno));
+	if (srq) {
+		mr = ibv_reg_mr(pd, map, kStallLen,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_ON_DEMAND);
+		CHECK(mr, "other process: ODP MR over the file's mapping: %s",
+		      strerror(errno));
+	}
+	r.ret = mr && !ibv_get_srq_num(srq, &r.srqn) ? 0 : -1;
+	r.rkey = mr ? mr->rkey : 0;
+	r.addr = uintptr_t(map);
+	write_all(fd, &r, sizeof(r));
+	while (r.ret == 0 && read_all(fd, &c, sizeof(c)) &&
+	       c.op != kForeignQuit) {
+		r = {};
+		if (c.op == kForeignRecv) {
+			ibv_sge sge = { uintptr_t(map + c.off), c.len,
+					mr->lkey };
+			ibv_recv_wr rw{}, *bad;
+
+			rw.wr_id = c.id;
+			rw.sg_list = &sge;
+			rw.num_sge = 1;
+			r.ret = ibv_post_srq_recv(srq, &rw, &bad);
+		} else if (c.op == kForeignPoll) {
+			r.ret = -1;
+			for (long i = 0; i < 10000 * time_scale(); i++) {
+				int n = ibv_poll_cq(cq, 1, &wc);
+				if (n == 1 && (wc.wr_id == c.id ||
+					       wc.status != IBV_WC_WR_FLUSH_ERR)) {
+					r.ret = wc.wr_id == c.id ? 0 : -2;
+					r.status = wc.status;
+					r.byte_len = wc.byte_len;
+					break;
+				}
+				if (n == 0)
+					usleep(1000);
+			}
+		}
+		write_all(fd, &r, sizeof(r));
+		if (c.op == kForeignRead)
+			write_all(fd, map + c.off, c.len);
+	}
+	if (mr)
+		CHECK(ibv_dereg_mr(mr) == 0, "other process: dereg the ODP MR");
+	if (srq)
+		CHECK(ibv_destroy_srq(srq) == 0, "other process: destroy SRQ");
+	if (xrcd)
+		CHECK(ibv_close_xrcd(xrcd) == 0, "other process: close XRCD");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "other process: destroy CQ");
+	if (pd)
+		CHECK(ibv_dealloc_pd(pd) == 0, "other process: dealloc PD");
+	if (ctx)
+		ibv_close_device(ctx);
+	if (map)
+		munmap(map, kStallLen);
+	return failures ? 1 : 0;
+}
+
+// The other process, seen from the pair's: its part, and what it said.
+struct Foreign {
+	Role r;
+	ForeignReply setup{};
+
+	bool start(ibv_device *dev, const std::string &xrcd_path,
+		   const std::string &file)
+	{
+		bool ok = role_start(r, [&](int fd) {
+			return foreign_main(dev, xrcd_path, file, fd);
+		});
+
+		CHECK(ok, "starting the other process: %s", strerror(errno));
+		ok = ok && read_all(r.fd, &setup, sizeof(setup),
+				    scaled_ms(60)) && setup.ret == 0;
+		CHECK(ok, "the other process's setup failed");
+		return ok;
+	}
+
+	// Ask @c; the answer in @r. Return: whether it came.
+	bool ask(const ForeignCmd &c, ForeignReply &rep)
+	{
+		bool ok = write_all(r.fd, &c, sizeof(c)) &&
+			  read_all(r.fd, &rep, sizeof(rep), scaled_ms(60));
+
+		CHECK(ok, "the other process does not answer (op %u)", c.op);
+		return ok;
+	}
+
+	bool recv(size_t off, uint32_t len, uint64_t id)
+	{
+		ForeignReply rep;
+
+		if (!ask({ kForeignRecv, len, off, id }, rep))
+			return false;
+		CHECK(rep.ret == 0, "other process: post SRQ receive: %s",
+		      strerror(rep.ret));
+		return rep.ret == 0;
+	}
+
+	~Foreign()
+	{
+		ForeignCmd c = { kForeignQuit, 0, 0, 0 };
+
+		if (r.pid < 0)
+			return;
+		write_all(r.fd, &c, sizeof(c));
+		int status = role_end(r, scaled_ms(60));
+		CHECK(status == 0, "the other process failed (status %d; -1: "
+		      "still running %ld s after it was told to quit)", status,
+		      60 * time_scale());
+	}
+};
+
+// Answers the FUSE server's reads @ms after it starts, or when it goes,
+// whatever the test's thread is doing then: a verb that waits in the fault
+// (the bug) returns, and the test says how long it took.
+class Watchdog {
+public:
+	Watchdog(StallFs &fs, long ms)
+		: fs_(fs), t_([this, ms] {
+			  std::unique_lock<std::mutex> l(m_);
+			  cv_.wait_for(l, std::chrono::milliseconds(ms),
+				       [this] { return stop_; });
+			  fs_.release();
+		  })
+	{
+	}
+
+	~Watchdog()
+	{
+		{
+			std::lock_guard<std::mutex> l(m_);
+			stop_ = true;
+		}
+		cv_.notify_one();
+		t_.join();
+	}
+
+private:
+	StallFs &fs_;
+	std::mutex m_;
+	std::condition_variable cv_;
+	bool stop_ = false;
+	std::thread t_;
+};
+
+// Seconds since @t0 (CLOCK_MONOTONIC).
+double since(const timespec &t0)
+{
+	timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return double(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+// A new XRC receive QP in @xrcd and an XRC send QP of a's PD with CQ @cq,
+// connected to each other. Return: whether both were made (@tgt and @ini
+// set to those made, to be destroyed).
+bool xrc_two(Pair &p, ibv_xrcd *xrcd, ibv_cq *cq, ibv_qp *&tgt,
+	     ibv_qp *&ini)
+{
+	ibv_qp_init_attr_ex ia{};
+
+	tgt = xrc_recv(p.ctx, xrcd);
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.send_cq = ia.recv_cq = cq;
+	ia.cap = { 16, 0, 1, 0, 0 };
+	ia.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ia.pd = p.a.pd;
+	ini = tgt ? ibv_create_qp_ex(p.ctx, &ia) : nullptr;
+	CHECK(!tgt || ini, "create XRC_SEND QP: %s", strerror(errno));
+	return ini && xrc_connect(p, ini, tgt->qp_num, kNormal) &&
+	       xrc_connect(p, tgt, ini->qp_num, kNormal);
+}
+
+// Post @op of 4 KiB from @loc: a SEND into a receive of @x's SRQ at @off
+// of its memory, a WRITE to or a READ from @off through its rkey.
+bool foreign_post(ibv_qp *ini, Foreign &x, const Guarded &loc,
+		  ibv_wr_opcode op, size_t off, uint64_t id)
+{
+	if (op == IBV_WR_SEND && !x.recv(off, 4096, id))
+		return false;
+	ibv_sge sge = { uintptr_t(loc.body), 4096, loc.mr->lkey };
+	ibv_send_wr wr = remote_wr(&sge, op, id, x.setup.addr + off,
+				   x.setup.rkey),
+		    *bad;
+	wr.qp_type.xrc.remote_srqn = x.setup.srqn;
+	int ret = ibv_post_send(ini, &wr, &bad);
+	CHECK(ret == 0, "post opcode %d: %s", int(op), strerror(ret));
+	return ret == 0;
+}
+
+// The stall, seen before a verb is judged: the FUSE server holds a read
+// of the file (the first request's fault asked for it; @held once seen),
+// and a worker of sroce's waits in D state in hmm_range_fault().
+bool stall_seen(StallFs &fs, bool &held, const char *what)
+{
+	uint64_t off = 0;
+	uint32_t len = 0;
+	std::string one;
+
+	if (!held) {
+		held = fs.held_read(scaled_ms(30), &off, &len);
+		CHECK(held, "%s: the FUSE server held no read of the other "
+		      "process's file within %ld s", what, 30 * time_scale());
+	}
+	bool stalled = held && tasks::wait_until(scaled_ms(30), [&] {
+		return tasks::stalled_workers(&one) >= 1;
+	});
+	CHECK(!held || stalled, "%s: no worker of sroce waits in D state in "
+	      "hmm_range_fault within %ld s", what, 30 * time_scale());
+	return stalled;
+}
+
+// @op (@what) into or out of @x's memory at @off, whose page cannot be
+// had (the server holds its read), through a new XRC receive QP of the
+// pair's context: once the stall is seen (and 300 ms more, times the time
+// scale: the receive QP has met the missing page), that context's
+// ibv_query_qp, ibv_modify_qp to the error state and ibv_destroy_qp of
+// the QP each return within 2 s (times the time scale). Before, the QP's
+// work copied under its lock and waited in the page fault until the read
+// was answered, and so did each of them.
+void stalled_request(Pair &p, ibv_xrcd *xrcd, Foreign &x, StallFs &fs,
+		     bool &held, const Guarded &loc, ibv_wr_opcode op,
+		     size_t off, uint64_t id, const char *what)
+{
+	const double limit = 2.0 * time_scale();
+	ibv_cq *cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
+	ibv_qp *tgt = nullptr, *ini = nullptr;
+	ibv_qp_init_attr init;
+	ibv_qp_attr a{};
+	timespec t0;
+	double s;
+
+	CHECK(cq, "create CQ: %s", strerror(errno));
+	if (cq && xrc_two(p, xrcd, cq, tgt, ini) &&
+	    foreign_post(ini, x, loc, op, off, id) &&
+	    stall_seen(fs, held, what)) {
+		// The receive QP meets the missing page: RNR NAKs (a READ
+		// waits), or before, its work waits in the fault.
+		usleep(300000 * time_scale());
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(ibv_query_qp(tgt, &a, IBV_QP_STATE, &init) == 0,
+		      "%s: query the XRC receive QP", what);
+		s = since(t0);
+		CHECK(s < limit, "%s: ibv_query_qp of the XRC receive QP took "
+		      "%.1f s: it waited for the other process's memory",
+		      what, s);
+		a.qp_state = IBV_QPS_ERR;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(ibv_modify_qp(tgt, &a, IBV_QP_STATE) == 0,
+		      "%s: XRC receive QP to the error state", what);
+		s = since(t0);
+		CHECK(s < limit, "%s: ibv_modify_qp of the XRC receive QP "
+		      "took %.1f s", what, s);
+	}
+	if (tgt) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		CHECK(ibv_destroy_qp(tgt) == 0, "%s: destroy the XRC receive "
+		      "QP", what);
+		s = since(t0);
+		CHECK(s < limit, "%s: ibv_destroy_qp of the XRC receive QP "
+		      "took %.1f s", what, s);
+	}
+	if (ini)
+		CHECK(ibv_destroy_qp(ini) == 0, "destroy XRC_SEND QP");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+}
+
+// @op of 4 KiB into or out of @x's memory at @off, now that its pages can
+// be had: it completes (after RNR NAKs while a job faults the page in),
+// and the bytes are where they belong, as the other process reads them;
+// a READ's are the file's.
+void foreign_request(Pair &p, ibv_xrcd *xrcd, Foreign &x, Guarded &loc,
+		     ibv_wr_opcode op, size_t off, uint64_t id,
+		     const char *what)
+{
+	ibv_cq *cq = ibv_create_cq(p.ctx, 16, nullptr, nullptr, 0);
+	ibv_qp *tgt = nullptr, *ini = nullptr;
+	std::vector<uint8_t> mem(4096);
+	ForeignReply r;
+	ibv_wc wc;
+
+	CHECK(cq, "create CQ: %s", strerror(errno));
+	for (size_t i = 0; i < 4096; i++)
+		loc.body[i] = pat(uint32_t(id % 200 + 1), i);
+	if (cq && xrc_two(p, xrcd, cq, tgt, ini) &&
+	    foreign_post(ini, x, loc, op, off, id) &&
+	    expect_cq(cq, id, IBV_WC_SUCCESS, what, wc)) {
+		if (op == IBV_WR_SEND && x.ask({ kForeignPoll, 0, 0, id }, r))
+			CHECK(r.ret == 0 && r.status == IBV_WC_SUCCESS &&
+			      r.byte_len == 4096, "%s: its receive: %s, "
+			      "status %s, %u bytes", what,
+			      r.ret ? "none" : "completed",
+			      ibv_wc_status_str(ibv_wc_status(r.status)),
+			      r.byte_len);
+		if (x.ask({ kForeignRead, 4096, off, 0 }, r) &&
+		    read_all(x.r.fd, mem.data(), mem.size(), scaled_ms(60)))
+			CHECK(!memcmp(mem.data(), loc.body, 4096), "%s: the "
+			      "bytes differ (memory %s, requester's %s)", what,
+			      hex(mem.data(), 8).c_str(),
+			      hex(loc.body, 8).c_str());
+		size_t i = 0;
+		if (op == IBV_WR_RDMA_READ) {
+			while (i < 4096 &&
+			       loc.body[i] == StallFs::byte_at(off + i))
+				i++;
+			CHECK(i == 4096, "%s: byte %zu is %#x, not the file's "
+			      "%#x", what, i, loc.body[i],
+			      StallFs::byte_at(off + i));
+		}
+	}
+	if (tgt)
+		CHECK(ibv_destroy_qp(tgt) == 0, "destroy XRC_RECV QP");
+	if (ini)
+		CHECK(ibv_destroy_qp(ini) == 0, "destroy XRC_SEND QP");
+	if (cq)
+		CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
+}
+
+// The three stalled requests, then, the read answered, the three again.
+void foreign_stall_steps(Pair &p, ibv_xrcd *xrcd, Foreign &x, StallFs &fs,
+			 Guarded &loc)
+{
+	long long rnr = port_counter(p, "odp_rnr_nak_sent");
+	long long jobs = port_counter(p, "odp_later_jobs");
+	bool held = false;
+	{
+		// However the test goes, the read is answered 30 s after
+		// the first request, or when the stalled steps end.
+		Watchdog wd(fs, scaled_ms(30));
+
+		stalled_request(p, xrcd, x, fs, held, loc, IBV_WR_SEND, 0, 500,
+				"SEND into the other's SRQ");
+		stalled_request(p, xrcd, x, fs, held, loc, IBV_WR_RDMA_WRITE,
+				4 * kPage, 501, "WRITE into its memory");
+		stalled_request(p, xrcd, x, fs, held, loc, IBV_WR_RDMA_READ,
+				8 * kPage, 502, "READ of its memory");
+	}
+	foreign_request(p, xrcd, x, loc, IBV_WR_SEND, 12 * kPage, 510,
+			"SEND, answered");
+	foreign_request(p, xrcd, x, loc, IBV_WR_RDMA_WRITE, 4 * kPage, 511,
+			"WRITE, answered");
+	foreign_request(p, xrcd, x, loc, IBV_WR_RDMA_READ, 8 * kPage, 512,
+			"READ, answered");
+	CHECK(rnr >= 0 && port_counter(p, "odp_rnr_nak_sent") > rnr,
+	      "no RNR NAK sent for memory not present (odp_rnr_nak_sent "
+	      "%lld, then %lld)", rnr, port_counter(p, "odp_rnr_nak_sent"));
+	CHECK(jobs >= 0 && port_counter(p, "odp_later_jobs") > jobs,
+	      "no job faulted memory in beside (odp_later_jobs %lld, then "
+	      "%lld)", jobs, port_counter(p, "odp_later_jobs"));
+}
+
+// An XRC receive QP belongs to its XRC domain: any process that opened
+// the domain names its own SRQ, and so its own memory, in the requests
+// the QP takes. Here another process (its own context of the device and
+// its own memory) opens the pair's context's domain (by a file) and
+// receives into ODP memory over the file of a FUSE server the test runs
+// (StallFs, on the test's argument, an empty folder), which holds the
+// read of the page: a fault on it waits in D state until the test
+// answers. A SEND into its SRQ, a WRITE into its memory and a READ out of
+// it reach the pair's context's XRC receive QP; once the stall is seen
+// (the read held, a worker of sroce's in D state in hmm_range_fault),
+// that context's ibv_query_qp, ibv_modify_qp and ibv_destroy_qp of the QP
+// each return at once (stalled_request). Before, they waited for the
+// read. Then the read is answered, and the same three complete through a
+// new receive QP, every byte where it belongs, after the receive QP's RNR
+// NAKs (counted in odp_rnr_nak_sent) while jobs (odp_later_jobs) faulted
+// the pages in beside.
+void t_xrc_foreign_stall(Pair &p)
+{
+	char file[] = "/tmp/sroce-xrcd-XXXXXX";
+	ibv_device_attr_ex ax{};
+	StallFs fs;
+	Guarded loc;
+	int fd, err;
+
+	if (ibv_query_device_ex(p.ctx, nullptr, &ax) ||
+	    !(ax.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
+		skip("the device has no ODP");
+		return;
+	}
+	CHECK(p.arg && *p.arg, "the argument: an empty folder to mount the "
+	      "FUSE file system on");
+	err = p.arg && *p.arg ? fs.mount(p.arg, scaled_ms(60)) : EINVAL;
+	if (err == ENOENT || err == ENODEV) {
+		skip("this kernel has no FUSE (CONFIG_FUSE_FS)");
+		return;
+	}
+	CHECK(!err, "mounting StallFs on %s: %s", p.arg ? p.arg : "",
+	      strerror(err));
+	if (err || !loc.open(p.a.pd, 4096, IBV_ACCESS_LOCAL_WRITE, 0x3d))
+		return;
+	fd = mkstemp(file);
+	CHECK(fd >= 0, "mkstemp: %s", strerror(errno));
+	if (fd < 0)
+		return;
+	ibv_xrcd *xrcd = open_xrcd(p.ctx, fd);
+	if (xrcd) {
+		Foreign x;
+
+		if (x.start(p.ctx->device, file, fs.file())) {
+			unlink(file);
+			foreign_stall_steps(p, xrcd, x, fs, loc);
+		}
+	}
+	unlink(file);
+	if (xrcd)
+		CHECK(ibv_close_xrcd(xrcd) == 0, "close XRCD");
+	close(fd);
+	CHECK(fs.unmount(), "unmounting StallFs, or its server's end");
 }
 
 // ---- odp_hugetlb_bound ----
@@ -925,6 +1475,7 @@ const Test tests[] = {
 	{ "xrc_read_long", t_xrc_read_long, nullptr, false },
 	{ "odp_hugetlb_bound", t_odp_hugetlb_bound, nullptr, false },
 	{ "read_too_many_packets", t_read_too_many_packets, mtu_256, false },
+	{ "xrc_foreign_stall", t_xrc_foreign_stall, nullptr, false },
 };
 
 } // namespace
