@@ -12,9 +12,14 @@
 # - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
 #   engine workqueue's share of CPU 0, and A sends V a packet there: V's
 #   ibv_destroy_qp() returns all the same.
+# - dereg_odp_wq_full: 256 fault-ahead jobs of A's QPs wait in the fault,
+#   filling ODP's fault-ahead workqueue; V's own jobs wait behind them,
+#   and V's ibv_dereg_mr() and ibv_rereg_mr() of their MRs return.
+# - exit_odp_wq_full: the same, V killed: it exits.
 # Before pending/inline-hold each of these hung until the read was
 # answered: a doorbell ran, and held a reference on, any QP its loopback
-# packets reached, and a destroy waited for a worker to run its QP.
+# packets reached, a destroy waited for a worker to run its QP, and a
+# dereg for a fault-ahead job still queued.
 # Every wait is bounded; then the read is answered and everything must
 # end, unmount and leave no object and no task in sroce.
 # shellcheck source=SCRIPTDIR/../lib.sh
@@ -36,7 +41,7 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
-	destroy_wq_full; do
+	destroy_wq_full dereg_odp_wq_full exit_odp_wq_full; do
 	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
 	rc=$?
 	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"

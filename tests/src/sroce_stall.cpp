@@ -38,6 +38,17 @@
 //   there: V's work item waits, inactive, behind A's. V destroys its QP:
 //   the destroy drops the packet and takes the item off the queue itself.
 //   (Before: the destroy waited for a worker to run the item.)
+// dereg_odp_wq_full: A fills ODP's fault-ahead workqueue (unbound, 256
+//   active) with jobs of its own QPs' streams of READs, each waiting in the
+//   fault of the file's page (an MR over 68 KiB of A's memory and the
+//   file after it); V's own streams then queue V's jobs behind them,
+//   inactive. V's ibv_dereg_mr of one MR and ibv_rereg_mr of the other
+//   return; once the read is answered V's jobs run, find their MRs'
+//   translations retired (odp_jobs_retired) and fault nothing in. (Before:
+//   a queued job held an access to its map, and the dereg waited for it.)
+// exit_odp_wq_full: the same, V killed instead: it exits, though uverbs
+//   deregisters its MRs before its QPs, and at exit the wait of a dereg
+//   cannot be killed (SIGKILL is dequeued by then).
 #include "check.h"
 #include "role.h"
 #include "stall.h"
@@ -56,7 +67,8 @@ using tasks::stalled_workers;
 using tasks::stat_of;
 using tasks::wait_until;
 
-// The engine's workqueue: per CPU, max_active 0 (WQ_DFL_ACTIVE)
+// The engine's workqueue (per CPU) and ODP's fault-ahead workqueue
+// (unbound; one NUMA node in the VM): max_active 0 (WQ_DFL_ACTIVE)
 const int kMaxActive = 256;
 
 // Bounds, in seconds at SROCE_TIME_SCALE 1.
@@ -394,6 +406,93 @@ void destroy_wq_full(Scene &s)
 	      "once the read was answered: '%s' (received, failed)", n, ans);
 }
 
+// dereg_odp_wq_full, exit_odp_wq_full.
+void ahead_behind_full_queue(Scene &s, bool exits)
+{
+	const int n = kMaxActive + 8;
+	const char *job = "sroce_ahead_work";
+	unsigned nv, na;
+	char ans[kLine];
+	std::string one;
+	std::string file = s.fs.file();
+	long long retired = port_counter(s.dev, "odp_jobs_retired");
+
+	if (!s.start(s.v, "V", [&](int fd) {
+		    return stall::victim_ahead(fd, s.dev);
+	    }, &nv) ||
+	    !s.start(s.a, "A", [&](int fd) {
+		    return stall::attacker_ahead(fd, s.dev, file, n);
+	    }, &na))
+		return;
+	bool flooded = say(s.a.fd, "flood") &&
+		       s.returns(s.a, "A's READs", "flooded", limit_ms(kSetupS));
+	CHECK(flooded, "A's streams of READs did not complete in %ld s",
+	      kSetupS * time_scale());
+	if (!flooded || !s.read_held() ||
+	    !s.fills("the fault-ahead workqueue", job))
+		return;
+	// A second more: any job the queue would still start has started.
+	timespec settle = { time_scale(), 0 };
+	nanosleep(&settle, nullptr);
+	int workers = stalled_workers(&one, job);
+	CHECK(workers < n, "all %d of A's fault-ahead jobs run at once: the "
+	      "queue is not full (max_active above %d?)", workers, kMaxActive);
+	// V's streams: its responders' jobs wait, inactive, behind A's.
+	if (workers >= n ||
+	    !s.ask(s.v, "V", "stream", ans, limit_ms(kSetupS)) ||
+	    !s.ask(s.v, "V", "resident", ans, limit_ms(kSetupS)))
+		return;
+	CHECK(!strcmp(ans, "resident 0"), "V's fault-ahead jobs ran (%s): "
+	      "they were not queued behind A's", ans);
+	if (exits) {
+		// At exit, uverbs deregisters V's MRs (newer than its QPs)
+		// before it destroys the QPs whose jobs are queued.
+		kill(s.v.pid, SIGKILL);
+		int status = role_wait(s.v, limit_ms(kBoundS));
+		CHECK(status == 128 + SIGKILL, "V, killed with its MRs' jobs "
+		      "queued behind A's stalled ones, had not exited %ld s "
+		      "later (status %d); V: %s", kBoundS * time_scale(),
+		      status, stack_of(s.v.pid).c_str());
+		s.fs.release();
+		if (status < 0)
+			role_wait(s.v, limit_ms(kAfterS));
+		close(s.v.fd);
+		s.v = {};
+		return;
+	}
+	bool deregd = say(s.v.fd, "dereg") &&
+		      s.returns(s.v, "V's ibv_dereg_mr", "deregd",
+				limit_ms(kBoundS));
+	CHECK(deregd, "V's ibv_dereg_mr hung: not returned %ld s after it was "
+	      "called, its MR's job queued behind A's stalled ones; V: %s",
+	      kBoundS * time_scale(), stack_of(s.v.pid).c_str());
+	bool reregd = deregd && say(s.v.fd, "rereg") &&
+		      s.returns(s.v, "V's ibv_rereg_mr", "reregd",
+				limit_ms(kBoundS));
+	CHECK(!deregd || reregd, "V's ibv_rereg_mr hung: not returned %ld s "
+	      "after it was called, its MR's job queued behind A's stalled "
+	      "ones; V: %s", kBoundS * time_scale(),
+	      stack_of(s.v.pid).c_str());
+	s.fs.release();
+	if (!deregd)
+		s.comes_after(s.v, "V's ibv_dereg_mr", "deregd");
+	else if (!reregd)
+		s.comes_after(s.v, "V's ibv_rereg_mr", "reregd");
+	// V's two jobs ran at last, found their translations retired and
+	// faulted nothing in.
+	long long now = -1;
+	bool ran = wait_until(limit_ms(kAfterS), [&] {
+		now = port_counter(s.dev, "odp_jobs_retired");
+		return retired >= 0 && now >= retired + 2;
+	});
+	CHECK(ran && now == retired + 2, "odp_jobs_retired %lld, then %lld: "
+	      "expected V's 2 jobs to find their MRs' translations retired",
+	      retired, now);
+	if (s.ask(s.v, "V", "resident", ans, limit_ms(kSetupS)))
+		CHECK(!strcmp(ans, "resident 0"), "V's jobs faulted memory of "
+		      "a deregistered or re-registered MR in: %s", ans);
+}
+
 struct Test {
 	const char *name;
 	void (*fn)(Scene &);
@@ -404,6 +503,10 @@ const Test tests[] = {
 	{ "destroy_same_user", [](Scene &s) { destroy_under_stall(s, false); } },
 	{ "doorbell_to_stalled_peer", doorbell_to_stalled_peer },
 	{ "destroy_wq_full", destroy_wq_full },
+	{ "dereg_odp_wq_full",
+	  [](Scene &s) { ahead_behind_full_queue(s, false); } },
+	{ "exit_odp_wq_full",
+	  [](Scene &s) { ahead_behind_full_queue(s, true); } },
 };
 
 } // namespace

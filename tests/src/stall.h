@@ -18,5 +18,7 @@ int attacker_doorbell(int fd, const char *dev, const std::string &file,
 		      bool nobody);
 int attacker_receiver(int fd, const char *dev, const std::string &file);
 int attacker_flood(int fd, const char *dev, const std::string &file, int n);
+int victim_ahead(int fd, const char *dev);
+int attacker_ahead(int fd, const char *dev, const std::string &file, int n);
 
 } // namespace stall

@@ -127,13 +127,15 @@ ibv_ah_attr loopback_path(ibv_context *ctx)
 	return a;
 }
 
-// RC @qp to RTS towards QP @dest of this device; PSNs as xfer.h's.
-bool rc_connect(ibv_context *ctx, ibv_qp *qp, uint32_t dest)
+// RC @qp to RTS towards QP @dest of this device, granting remote
+// @access; PSNs as xfer.h's.
+bool rc_connect(ibv_context *ctx, ibv_qp *qp, uint32_t dest, int access = 0)
 {
 	ibv_qp_attr a{};
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
+	a.qp_access_flags = unsigned(access);
 	int ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 						IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	a = {};
@@ -514,6 +516,232 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 		}
 	});
 	f.teardown();
+	return failures ? 1 : 0;
+}
+
+namespace {
+
+// A stream of READs, for *_odp_wq_full: a responder's READ of 64 KiB (a
+// job's least) that begins where its last READ ended queues a job
+// (sroce_odp's fault-ahead) for the next 64 KiB of the MR, its last.
+const size_t kHead = 4096;	// the first READ
+const size_t kStream = 64 * 1024;	// the second, and the job's range
+const size_t kStreamMr = kHead + 2 * kStream;
+const size_t kJobAt = kHead + kStream;	// where the job's range begins
+
+// @n RC pairs of one process (a requester connected to a responder that
+// grants remote reads), a pinned buffer the READs land in.
+struct Streams {
+	Dev d;
+	std::vector<ibv_qp *> req, resp;
+	uint8_t *buf = nullptr;
+	ibv_mr *buf_mr = nullptr;
+
+	bool setup(const char *devname, int n)
+	{
+		if (!d.open(devname, 4 * n) ||
+		    !odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_READ))
+			return false;
+		for (int i = 0; i < n; i++) {
+			ibv_qp *q = make_qp(d, IBV_QPT_RC, 4, 0);
+			ibv_qp *r = q ? make_qp(d, IBV_QPT_RC, 1, 0) : nullptr;
+			if (q)
+				req.push_back(q);
+			if (r)
+				resp.push_back(r);
+			if (!r || !rc_connect(d.ctx, q, r->qp_num) ||
+			    !rc_connect(d.ctx, r, q->qp_num,
+					IBV_ACCESS_REMOTE_READ))
+				return false;
+		}
+		buf = static_cast<uint8_t *>(aligned_alloc(4096, kStream));
+		buf_mr = buf ? ibv_reg_mr(d.pd, buf, kStream,
+					  IBV_ACCESS_LOCAL_WRITE) : nullptr;
+		CHECK(buf_mr, "MR of the READs' buffer: %s", strerror(errno));
+		return buf_mr;
+	}
+
+	// On pair @i, a stream of two READs from @mr at @at: kHead bytes,
+	// then kStream.
+	int post(int i, ibv_mr *mr, const uint8_t *at)
+	{
+		ibv_sge sge[2] = { { uintptr_t(buf), uint32_t(kHead),
+				     buf_mr->lkey },
+				   { uintptr_t(buf), uint32_t(kStream),
+				     buf_mr->lkey } };
+		ibv_send_wr wr[2], *bad;
+
+		for (int k = 0; k < 2; k++) {
+			wr[k] = one_sge_wr(&sge[k], IBV_WR_RDMA_READ,
+					   uint64_t(k));
+			wr[k].wr.rdma.remote_addr =
+				uintptr_t(at + (k ? kHead : 0));
+			wr[k].wr.rdma.rkey = mr->rkey;
+		}
+		wr[0].next = &wr[1];
+		return ibv_post_send(req[size_t(i)], wr, &bad);
+	}
+
+	// The @n READs' completions within @ms: 0, or what went wrong.
+	int done(int n, long ms)
+	{
+		int bad, got = poll_some(d.cq, n, ms, 0, &bad);
+
+		return got < n ? ETIMEDOUT : bad ? EIO : 0;
+	}
+
+	void teardown()
+	{
+		for (ibv_qp *qp : req)
+			CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+		for (ibv_qp *qp : resp)
+			CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
+		if (buf_mr)
+			CHECK(ibv_dereg_mr(buf_mr) == 0, "dereg MR");
+		free(buf);
+		d.close();
+	}
+};
+
+// Pages of [p, p + len) present in this process's page tables.
+int resident(const uint8_t *p, size_t len)
+{
+	std::vector<unsigned char> v(len / 4096);
+	int n = 0;
+
+	if (mincore(const_cast<uint8_t *>(p), len, v.data()))
+		return -1;
+	for (unsigned char c : v)
+		n += c & 1;
+	return n;
+}
+
+} // namespace
+
+// V for *_odp_wq_full, root: two RC pairs, then (after its QPs, as an
+// application that registers as it goes: at its exit uverbs deregisters
+// them before the QPs) two explicit ODP MRs over private anonymous memory
+// it never touches. "stream": streamed ok, a stream of READs out of each
+// MR through its pair, so that each responder queues its fault-ahead job
+// (its MR's last 64 KiB); "resident": resident N, the pages of those
+// ranges present (a job that ran faulted them in); "dereg": deregd MS
+// RC, of the first MR; "rereg": reregd MS RC, the second's access
+// changed (its translation retired).
+int victim_ahead(int fd, const char *devname)
+{
+	Streams st;
+	uint8_t *mem = nullptr;
+	ibv_mr *mr[2] = {};
+	const int access = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_REMOTE_READ;
+
+	if (st.setup(devname, 2)) {
+		void *m = mmap(nullptr, 2 * kStreamMr, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mem = m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+		// Page by page: no huge page brings a job's range in early.
+		if (mem)
+			madvise(mem, 2 * kStreamMr, MADV_NOHUGEPAGE);
+		for (int i = 0; mem && i < 2; i++)
+			mr[i] = ibv_reg_mr(st.d.pd, mem + i * kStreamMr,
+					   kStreamMr, access);
+		CHECK(mr[0] && mr[1], "V's ODP MRs: %s", strerror(errno));
+	}
+	if (!mr[0] || !mr[1]) {
+		say(fd, "error setting up the victim");
+		return 1;
+	}
+	say(fd, "ready 2");
+	commands(fd, [&](const char *cmd) {
+		long t = now_ms();
+		int ret = 0, n = 0;
+
+		if (!strcmp(cmd, "stream")) {
+			for (int i = 0; i < 2 && !ret; i++)
+				ret = st.post(i, mr[i], mem + i * kStreamMr);
+			ret = ret ?: st.done(4, 10000 * time_scale());
+			if (ret)
+				say(fd, "error stream %d", ret);
+			else
+				say(fd, "streamed ok");
+		} else if (!strcmp(cmd, "resident")) {
+			for (int i = 0; i < 2; i++)
+				n += resident(mem + i * kStreamMr + kJobAt,
+					      kStream);
+			say(fd, "resident %d", n);
+		} else if (!strcmp(cmd, "dereg")) {
+			ret = ibv_dereg_mr(mr[0]);
+			say(fd, "deregd %ld %d", now_ms() - t, ret);
+			if (!ret)
+				mr[0] = nullptr;
+		} else if (!strcmp(cmd, "rereg")) {
+			ret = ibv_rereg_mr(mr[1], IBV_REREG_MR_CHANGE_ACCESS,
+					   nullptr, nullptr, 0,
+					   access | IBV_ACCESS_LOCAL_WRITE);
+			say(fd, "reregd %ld %d", now_ms() - t, ret);
+		}
+	});
+	for (ibv_mr *m : mr)
+		if (m)
+			CHECK(ibv_dereg_mr(m) == 0, "V: dereg ODP MR");
+	st.teardown();
+	munmap(mem, 2 * kStreamMr);
+	return failures ? 1 : 0;
+}
+
+// A for *_odp_wq_full, nobody: @n RC pairs, and one ODP MR (read only)
+// over 68 KiB of private anonymous memory, touched, with the FUSE file
+// mapped right after it. "flood": flooded MS RC, a stream of READs on
+// each pair: each responder's fault-ahead job for the MR's last 64 KiB,
+// the file's, waits in the fault (the read held), and so fills the
+// fault-ahead workqueue with A's jobs.
+int attacker_ahead(int fd, const char *devname, const std::string &file,
+		   int n)
+{
+	Streams st;
+	uint8_t *mem = nullptr;
+	ibv_mr *mr = nullptr;
+
+	if (become_nobody() && st.setup(devname, n)) {
+		int f = ::open(file.c_str(), O_RDONLY);
+		void *m = mmap(nullptr, kStreamMr, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		void *tail = f < 0 || m == MAP_FAILED ? MAP_FAILED :
+			mmap(static_cast<uint8_t *>(m) + kJobAt, kStream,
+			     PROT_READ, MAP_SHARED | MAP_FIXED, f, 0);
+
+		CHECK(tail != MAP_FAILED, "mapping %s after 68 KiB: %s",
+		      file.c_str(), strerror(errno));
+		if (f >= 0)
+			::close(f);
+		mem = m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
+		if (tail != MAP_FAILED) {
+			memset(mem, 1, kJobAt);
+			mr = ibv_reg_mr(st.d.pd, mem, kStreamMr,
+					IBV_ACCESS_ON_DEMAND |
+						IBV_ACCESS_REMOTE_READ);
+			CHECK(mr, "A's ODP MR: %s", strerror(errno));
+		}
+	}
+	if (!mr) {
+		say(fd, "error setting up the attacker");
+		st.teardown();
+		return 1;
+	}
+	say(fd, "ready %d", n);
+	commands(fd, [&](const char *cmd) {
+		long t = now_ms();
+		int ret = 0;
+
+		if (!strcmp(cmd, "flood")) {
+			for (int i = 0; i < n && !ret; i++)
+				ret = st.post(i, mr, mem);
+			ret = ret ?: st.done(2 * n, 45000 * time_scale());
+			say(fd, "flooded %ld %d", now_ms() - t, ret);
+		}
+	});
+	st.teardown();
+	CHECK(ibv_dereg_mr(mr) == 0, "A: dereg ODP MR");
+	munmap(mem, kStreamMr);
 	return failures ? 1 : 0;
 }
 
