@@ -155,6 +155,22 @@ void sroce_map_retire(struct sroce_map *map)
 }
 
 /**
+ * sroce_map_orphan - mark a map let go of without a retirement
+ * @map: the map, unpublished, which the caller holds and then puts
+ *
+ * For an unbind in the engine, which cannot wait for the accesses that
+ * found the map: whichever of them drops it last releases an ODP pin from
+ * a work item (struct sroce_map.orphaned), and a job that kept the map
+ * leaves it alone (struct sroce_map.retired). The caller's put orders
+ * both before the last one.
+ */
+void sroce_map_orphan(struct sroce_map *map)
+{
+	WRITE_ONCE(map->retired, true);
+	WRITE_ONCE(map->orphaned, true);
+}
+
+/**
  * sroce_map_hold_live - become a waiter of a map found under RCU
  * @map: the map (an invalidated fast registration's, which its MR may
  *       still publish)

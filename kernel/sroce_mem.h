@@ -258,12 +258,14 @@ enum sroce_map_type {
  *             reference for that): one of the fields that change,
  *             under the MR's lock (sroce_mr_publish())
  * @orphaned: set by a retirement that stopped waiting for the map's
- *            accesses (its process killed, sroce_map_wait()), so that
+ *            accesses (its process killed, sroce_map_wait()), or by a
+ *            window's unbind in the engine (sroce_map_orphan()), so that
  *            whichever access drops the map last, in some QP's engine
  *            perhaps, lets go of an ODP pin from a work item
  *            (sroce_pin_put_async())
- * @retired: set when a retirement begins to wait (sroce_map_wait()): a
- *           job that kept the map then does not use it (sroce_map_use_kept())
+ * @retired: set when a retirement begins to wait (sroce_map_wait()), or
+ *           by a window's unbind (sroce_map_orphan()): a job that kept the
+ *           map then does not use it (sroce_map_use_kept())
  * @page_shift: SROCE_MAP_FAST: log2 of the page size
  * @first_offset: SROCE_MAP_FAST: @iova's offset within the first page
  * @npages: SROCE_MAP_FAST: entries of @pages
@@ -398,6 +400,7 @@ struct sroce_mem *sroce_mem_find(struct sroce_dev *sdev, u32 key);
 void sroce_mem_del(struct sroce_dev *sdev, struct sroce_mem *mem);
 void sroce_copy_paged(void *addr, void *buf, u64 len, bool to_mem);
 void sroce_map_retire(struct sroce_map *map);
+void sroce_map_orphan(struct sroce_map *map);
 bool sroce_map_hold_live(struct sroce_map *map);
 void sroce_map_hold_old(struct sroce_map *map);
 void sroce_map_retire_held(struct sroce_map *map);

@@ -92,14 +92,23 @@ static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent,
  * after a rebind or an invalidation an access that found the old map may
  * still finish, the MR's pages pinned by that map), then its MR's count of
  * bound windows.
+ *
+ * Without a retirement the map is left as a killed retirement leaves one
+ * (sroce_map_wait()): orphaned, since its last access may be any QP's, in
+ * another context's engine, which must not wait for an ODP pin's release
+ * (sroce_pin_put_async()); and retired, so that a job that kept it faults
+ * nothing through a window that no longer is (sroce_map_use_kept()).
+ * Both are set before the put, whose release orders them before the last.
  */
 static void sroce_mw_put_bound(struct sroce_map *old, struct sroce_mr *mr,
 			       bool retire)
 {
-	if (old && retire)
+	if (old && retire) {
 		sroce_map_retire(old);
-	else if (old)
+	} else if (old) {
+		sroce_map_orphan(old);
 		sroce_map_put(old);
+	}
 	if (mr)
 		atomic_dec(&mr->num_mw);
 }
