@@ -239,7 +239,8 @@ struct sroce_swqe {
  * @retries: transport retries left for the oldest WQE
  * @rnr_retries: RNR retries left since the responder last made progress
  * @nak_psn: the PSN of the last sequence NAK
- * @rnr_psn: the PSN of the last RNR NAK
+ * @rnr_psn: the highest PSN RNR NAKed since the last ACK or READ response
+ *	(sroce_comp_progress()) or the SQ PSN was set; SROCE_PSN_NONE if none
  * @ghost_lo: the first PSN the go-backs of the loss episode sent again
  *	(the lowest of their starts)
  * @ghost_hi: one past the last: @psn_hi at the latest of them

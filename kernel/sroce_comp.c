@@ -191,6 +191,7 @@ static void sroce_comp_progress(struct sroce_qp *qp)
 {
 	qp->req.retries = qp->attr.retry_cnt;
 	qp->req.rnr_retries = qp->attr.rnr_retry;
+	qp->req.rnr_psn = SROCE_PSN_NONE;
 	sroce_comp_arm_retry(qp);
 }
 
@@ -360,11 +361,16 @@ static void sroce_comp_rnr(struct sroce_qp *qp, u32 psn, u8 timer)
 	 * goes (an XRC receive QP over ODP memory, sroce_resp.c) is RNR
 	 * NAKed at each stretch the responder has not faulted in yet, and
 	 * completes with any rnr_retry. (Before the first RNR NAK since
-	 * the count was last reset, resetting it changes nothing.)
+	 * the count was last reset, resetting it changes nothing.) Only a
+	 * PSN past the last one moves the mark: RNR NAKs that alternate
+	 * between two PSNs of one message (p + 1, then p) go back every
+	 * second time, and would otherwise reset the count for ever.
 	 */
-	if (sroce_psn_before(qp->req.rnr_psn, psn))
+	if (qp->req.rnr_psn == SROCE_PSN_NONE ||
+	    sroce_psn_before(qp->req.rnr_psn, psn)) {
 		qp->req.rnr_retries = qp->attr.rnr_retry;
-	qp->req.rnr_psn = psn;
+		qp->req.rnr_psn = psn;
+	}
 	if (qp->attr.rnr_retry != 7) {
 		if (!qp->req.rnr_retries) {
 			sroce_count(sdev, SROCE_CNT_RNR_RETRY_EXCEEDED);

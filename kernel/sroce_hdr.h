@@ -20,6 +20,8 @@
 #define SROCE_ICRC_LEN		4
 #define SROCE_DEFAULT_PKEY	0xffff
 #define SROCE_PSN_MASK		0xffffff
+/* No PSN (outside the 24 bits of every PSN). */
+#define SROCE_PSN_NONE		U32_MAX
 #define SROCE_QPN_MASK		0xffffff
 #define SROCE_GSI_QKEY		0x80010000
 #define SROCE_MCAST_QPN		0xffffff

@@ -530,6 +530,7 @@ int sroce_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		qp->req.psn = attr->sq_psn;
 		qp->req.psn_hi = attr->sq_psn;
 		qp->req.acked_psn = attr->sq_psn;
+		qp->req.rnr_psn = SROCE_PSN_NONE;
 		qp->req.ghost_left = 0;
 	}
 	if (mask & IB_QP_RETRY_CNT)
