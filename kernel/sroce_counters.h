@@ -61,7 +61,7 @@ enum sroce_counter {
 	 * ODP memory an access could not wait for (an XRC receive QP's):
 	 * RNR NAKs sent for it (also in rnr_nak_sent), jobs queued to fault
 	 * it in beside, accesses that queued none as the memory's user had
-	 * its bound of jobs (sroce_odp.c)
+	 * its bound of jobs, or all users theirs (sroce_odp.c)
 	 */
 	SROCE_CNT_ODP_RNR_NAK_SENT,
 	SROCE_CNT_ODP_LATER_JOBS,

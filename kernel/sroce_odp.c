@@ -669,10 +669,23 @@ static struct workqueue_struct *sroce_odp_wq;
  * RNR NAKed until one ends), and the queue runs as many at once as an
  * unbound queue may, WQ_UNBOUND_MAX_ACTIVE: one user cannot take every
  * worker from the others' jobs, nor from the QPs' fault-ahead jobs.
+ *
+ * A user is a kuid, and a container's root may hold thousands of them
+ * (every uid mapped into its user namespace). So the jobs of all users of
+ * all devices are also bounded together, at SROCE_ODP_LATER_JOBS, half of
+ * the queue's max_active: past that every access that would queue one is
+ * refused as past its user's bound (RNR NAKed, odp_later_refused), and a
+ * job admitted always finds a worker, never waiting inactive behind
+ * stalled ones. Many users' stalled jobs can still hold the others' off
+ * this way, but they hold no worker beyond that bound.
  */
 static struct workqueue_struct *sroce_odp_later_wq;
 
 #define SROCE_ODP_USER_LATER	16
+#define SROCE_ODP_LATER_JOBS	(WQ_UNBOUND_MAX_ACTIVE / 2)
+
+/* Later-jobs queued or running, of every user and device. */
+static atomic_t sroce_odp_later_jobs = ATOMIC_INIT(0);
 
 /**
  * sroce_odp_init - create the ODP workqueues, at module load
@@ -927,30 +940,39 @@ static void sroce_odp_later_work(struct work_struct *work)
 		cond_resched();
 	}
 	sroce_kmem_job_end(pin->kmem.ku);
+	atomic_dec(&sroce_odp_later_jobs);
 	sroce_pin_put(pin);
 	ib_device_put(ibdev);
 }
 
 /*
- * What a queued job holds: a count of its user's jobs, within
- * SROCE_ODP_USER_LATER; the device, so that its unregistration waits for
- * the job (see sroce_map_fault_later()); the pin. @pin->later.lock held.
- * Return: false (nothing held) past the user's bound, or once the device
- * is being unregistered.
+ * What a queued job holds: a count of all jobs, within SROCE_ODP_LATER_JOBS,
+ * and of its user's, within SROCE_ODP_USER_LATER; the device, so that its
+ * unregistration waits for the job (see sroce_map_fault_later()); the pin.
+ * @pin->later.lock held.
+ * Return: false (nothing held) past either bound, or once the device is
+ * being unregistered.
  */
 static bool sroce_odp_later_hold(struct sroce_pin *pin)
 {
 	lockdep_assert_held(&pin->later.lock);
-	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER)) {
-		sroce_count(to_sdev(pin->ibdev), SROCE_CNT_ODP_LATER_REFUSED);
-		return false;
-	}
+	if (!atomic_add_unless(&sroce_odp_later_jobs, 1, SROCE_ODP_LATER_JOBS))
+		goto refused;
+	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER))
+		goto uncount;
 	if (!ib_device_try_get(pin->ibdev)) {
 		sroce_kmem_job_end(pin->kmem.ku);
+		atomic_dec(&sroce_odp_later_jobs);
 		return false;
 	}
 	kref_get(&pin->ref);
 	return true;
+
+uncount:
+	atomic_dec(&sroce_odp_later_jobs);
+refused:
+	sroce_count(to_sdev(pin->ibdev), SROCE_CNT_ODP_LATER_REFUSED);
+	return false;
 }
 
 /**
@@ -976,7 +998,8 @@ static bool sroce_odp_later_hold(struct sroce_pin *pin)
  * Nothing is queued when a queued range covers this one, when
  * SROCE_ODP_LATER_RANGES are queued, when the memory's user has
  * SROCE_ODP_USER_LATER jobs queued or running (so a user whose memory
- * stalls its faults takes at most that many of the queue's workers), or
+ * stalls its faults takes at most that many of the queue's workers), when
+ * all users have SROCE_ODP_LATER_JOBS, or
  * when the device is being unregistered: the access, made again, asks
  * again. No QP waits for the job: the map's retirement does while the job
  * faults the map's range in (its MR's deregistration or re-registration
