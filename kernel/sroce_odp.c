@@ -9,6 +9,7 @@
  * longer than a chunk, are reached through a child umem per chunk, made on
  * first use. ibv_advise_mr() prefetches.
  */
+#include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -815,9 +816,27 @@ static u64 sroce_odp_fault_range(struct sroce_map *map, u64 va, u64 len,
 }
 
 /*
+ * How long a note lasts (jiffies). The access that queued the job comes
+ * again within its requester's RNR timer (at most 655 ms), or a READ
+ * within its QP's wait (at most 256 jiffies, sroce_resp.c), so this is
+ * ample for it; and a note of a page that could not be had then must not
+ * fail another access long after, the page mapped since (mapping it fires
+ * no MMU notifier).
+ */
+#define SROCE_ODP_NOTE_TTL	(2 * HZ + 256)
+
+/* Does @note say @page cannot be had for @write, and is it still valid? */
+static bool sroce_odp_note_is(const struct sroce_odp_note *note,
+			      unsigned long page, bool write)
+{
+	return note->set && note->page == page && note->write == write &&
+	       time_before(jiffies, note->when + SROCE_ODP_NOTE_TTL);
+}
+
+/*
  * Note that the job could not fault in @uva's page for @write: the
- * access that finds it missing fails (sroce_odp_note_take()). The oldest
- * note makes room. @later->lock held.
+ * access that finds it missing within SROCE_ODP_NOTE_TTL fails
+ * (sroce_odp_note_take()). The oldest note makes room. @later->lock held.
  */
 static void sroce_odp_note_add(struct sroce_odp_later *later, u64 uva,
 			       bool write)
@@ -829,13 +848,15 @@ static void sroce_odp_note_add(struct sroce_odp_later *later, u64 uva,
 	lockdep_assert_held(&later->lock);
 	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
 		note = &later->notes[i];
-		if (note->set && note->page == page && note->write == write)
+		if (sroce_odp_note_is(note, page, write)) {
+			note->when = jiffies;
 			return;
+		}
 	}
 	note = &later->notes[later->next_note];
 	later->next_note = (later->next_note + 1) % SROCE_ODP_LATER_NOTES;
-	*note = (struct sroce_odp_note){ .page = page, .write = write,
-					 .set = true };
+	*note = (struct sroce_odp_note){ .page = page, .when = jiffies,
+					 .write = write, .set = true };
 }
 
 /*
@@ -861,9 +882,10 @@ static void sroce_odp_notes_clear(struct sroce_odp_later *later, u64 uva,
 }
 
 /*
- * Did a job of @pin find that the page of user address @uva cannot be
- * had for @write? Then the access that found it missing fails, once: the
- * note is taken.
+ * Did a job of @pin find, less than SROCE_ODP_NOTE_TTL ago, that the page
+ * of user address @uva cannot be had for @write? Then the access that
+ * found it missing fails, once: the note is taken. An expired note is
+ * ignored: the access queues a job of its own, which finds out again.
  */
 static bool sroce_odp_note_take(struct sroce_pin *pin, u64 uva, bool write)
 {
@@ -876,7 +898,7 @@ static bool sroce_odp_note_take(struct sroce_pin *pin, u64 uva, bool write)
 	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
 		struct sroce_odp_note *note = &later->notes[i];
 
-		if (note->set && note->page == page && note->write == write) {
+		if (sroce_odp_note_is(note, page, write)) {
 			note->set = false;
 			taken = true;
 			break;
