@@ -69,7 +69,8 @@ enum sroce_counter {
 	/*
 	 * ODP jobs (a fault-ahead job, a later-job's range) that, when their
 	 * turn came, found their map retired while they were queued (its MR
-	 * deregistered or re-registered): nothing faulted (sroce_odp.c)
+	 * deregistered or re-registered, its window unbound: bound again,
+	 * invalidated or deallocated): nothing faulted (sroce_odp.c)
 	 */
 	SROCE_CNT_ODP_JOBS_RETIRED,
 	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
