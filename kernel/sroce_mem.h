@@ -97,14 +97,14 @@ struct sroce_odp_range {
 /**
  * struct sroce_odp_note - a page an ODP range's later job could not have
  * @page: its user address >> PAGE_SHIFT
- * @when: when the job found so (jiffies): the note expires
- *        SROCE_ODP_NOTE_TTL later
+ * @when: when the job found so (jiffies, 64 bits: never seen valid again
+ *        after a wrap): the note expires SROCE_ODP_NOTE_TTL later
  * @write: for writing (else for reading)
  * @set: the note holds a page
  */
 struct sroce_odp_note {
 	unsigned long page;
-	unsigned long when;
+	u64 when;
 	bool write;
 	bool set;
 };

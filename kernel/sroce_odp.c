@@ -673,17 +673,19 @@ static struct workqueue_struct *sroce_odp_wq;
  *
  * A user is a kuid, and a container's root may hold thousands of them
  * (every uid mapped into its user namespace). So the jobs of all users of
- * all devices are also bounded together, at SROCE_ODP_LATER_JOBS, half of
- * the queue's max_active: past that every access that would queue one is
- * refused as past its user's bound (RNR NAKed, odp_later_refused), and a
- * job admitted always finds a worker, never waiting inactive behind
- * stalled ones. Many users' stalled jobs can still hold the others' off
- * this way, but they hold no worker beyond that bound.
+ * all devices are also bounded together, at SROCE_ODP_LATER_JOBS, the
+ * queue's max_active (only these jobs run on it): past that every access
+ * that would queue one is refused as past its user's bound (RNR NAKed,
+ * odp_later_refused), and a job admitted finds a worker, never waiting
+ * inactive behind stalled ones (on one NUMA node; from 6.9 the limit is
+ * shared out between nodes). Many users' stalled jobs can still hold the
+ * others' off this way: max_active / SROCE_ODP_USER_LATER of them, 32
+ * (user, device) pairs (on 6.1 from 128 CPUs on, 4 x CPUs / 16).
  */
 static struct workqueue_struct *sroce_odp_later_wq;
 
 #define SROCE_ODP_USER_LATER	16
-#define SROCE_ODP_LATER_JOBS	(WQ_UNBOUND_MAX_ACTIVE / 2)
+#define SROCE_ODP_LATER_JOBS	WQ_UNBOUND_MAX_ACTIVE
 
 /* Later-jobs queued or running, of every user and device. */
 static atomic_t sroce_odp_later_jobs = ATOMIC_INIT(0);
@@ -830,7 +832,7 @@ static bool sroce_odp_note_is(const struct sroce_odp_note *note,
 			      unsigned long page, bool write)
 {
 	return note->set && note->page == page && note->write == write &&
-	       time_before(jiffies, note->when + SROCE_ODP_NOTE_TTL);
+	       time_before64(get_jiffies_64(), note->when + SROCE_ODP_NOTE_TTL);
 }
 
 /*
@@ -849,13 +851,13 @@ static void sroce_odp_note_add(struct sroce_odp_later *later, u64 uva,
 	for (i = 0; i < SROCE_ODP_LATER_NOTES; i++) {
 		note = &later->notes[i];
 		if (sroce_odp_note_is(note, page, write)) {
-			note->when = jiffies;
+			note->when = get_jiffies_64();
 			return;
 		}
 	}
 	note = &later->notes[later->next_note];
 	later->next_note = (later->next_note + 1) % SROCE_ODP_LATER_NOTES;
-	*note = (struct sroce_odp_note){ .page = page, .when = jiffies,
+	*note = (struct sroce_odp_note){ .page = page, .when = get_jiffies_64(),
 					 .write = write, .set = true };
 }
 
@@ -961,8 +963,8 @@ static void sroce_odp_later_work(struct work_struct *work)
 		sroce_map_unkeep(r.map);
 		cond_resched();
 	}
-	sroce_kmem_job_end(pin->kmem.ku);
 	atomic_dec(&sroce_odp_later_jobs);
+	sroce_kmem_job_end(pin->kmem.ku);
 	sroce_pin_put(pin);
 	ib_device_put(ibdev);
 }
@@ -978,20 +980,21 @@ static void sroce_odp_later_work(struct work_struct *work)
 static bool sroce_odp_later_hold(struct sroce_pin *pin)
 {
 	lockdep_assert_held(&pin->later.lock);
-	if (!atomic_add_unless(&sroce_odp_later_jobs, 1, SROCE_ODP_LATER_JOBS))
-		goto refused;
+	/* The user's own bound first: a user at it takes no slot of the others. */
 	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER))
-		goto uncount;
+		goto refused;
+	if (!atomic_add_unless(&sroce_odp_later_jobs, 1, SROCE_ODP_LATER_JOBS))
+		goto unuser;
 	if (!ib_device_try_get(pin->ibdev)) {
-		sroce_kmem_job_end(pin->kmem.ku);
 		atomic_dec(&sroce_odp_later_jobs);
+		sroce_kmem_job_end(pin->kmem.ku);
 		return false;
 	}
 	kref_get(&pin->ref);
 	return true;
 
-uncount:
-	atomic_dec(&sroce_odp_later_jobs);
+unuser:
+	sroce_kmem_job_end(pin->kmem.ku);
 refused:
 	sroce_count(to_sdev(pin->ibdev), SROCE_CNT_ODP_LATER_REFUSED);
 	return false;
