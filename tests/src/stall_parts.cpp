@@ -590,7 +590,10 @@ struct Streams {
 		return got < n ? ETIMEDOUT : bad ? EIO : 0;
 	}
 
-	void teardown()
+	// The QPs (which stops their fault-ahead jobs), then the MRs: the
+	// buffer's and @odp, if given, the caller's MR in the same PD; then
+	// the PD, which may hold no MR by then (else EBUSY).
+	void teardown(ibv_mr *odp = nullptr)
 	{
 		for (ibv_qp *qp : req)
 			CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
@@ -598,6 +601,8 @@ struct Streams {
 			CHECK(ibv_destroy_qp(qp) == 0, "destroy QP");
 		if (buf_mr)
 			CHECK(ibv_dereg_mr(buf_mr) == 0, "dereg MR");
+		if (odp)
+			CHECK(ibv_dereg_mr(odp) == 0, "A: dereg ODP MR");
 		free(buf);
 		d.close();
 	}
@@ -739,8 +744,7 @@ int attacker_ahead(int fd, const char *devname, const std::string &file,
 			say(fd, "flooded %ld %d", now_ms() - t, ret);
 		}
 	});
-	st.teardown();
-	CHECK(ibv_dereg_mr(mr) == 0, "A: dereg ODP MR");
+	st.teardown(mr);
 	munmap(mem, kStreamMr);
 	return failures ? 1 : 0;
 }
