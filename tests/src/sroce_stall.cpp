@@ -66,6 +66,7 @@ using tasks::stack_of;
 using tasks::stalled_workers;
 using tasks::stat_of;
 using tasks::wait_until;
+using tasks::workers_under;
 
 // The engine's workqueue (per CPU) and ODP's fault-ahead workqueue
 // (unbound; one NUMA node in the VM): max_active 0 (WQ_DFL_ACTIVE)
@@ -106,31 +107,50 @@ long long port_counter(const char *dev, const char *name)
 	return s.empty() ? -1 : atoll(s.c_str());
 }
 
-// The port counters that say where a packet went.
+// The port counters that say where a packet went (sent_pkts, for what a
+// failure says).
 struct Counts {
-	long long rcvd, no_qp, rx_full;
+	long long rcvd, no_qp, rx_full, sent;
 
 	explicit Counts(const char *dev)
 		: rcvd(port_counter(dev, "rcvd_pkts")),
 		  no_qp(port_counter(dev, "drop_no_qp")),
-		  rx_full(port_counter(dev, "drop_rx_queue_full"))
+		  rx_full(port_counter(dev, "drop_rx_queue_full")),
+		  sent(port_counter(dev, "sent_pkts"))
 	{
+	}
+
+	// A packet was received since @before and none dropped for want
+	// of its QP or of room.
+	bool delivered_since(const Counts &before) const
+	{
+		return rcvd > before.rcvd && no_qp == before.no_qp &&
+		       rx_full == before.rx_full;
 	}
 };
 
 // A packet reached a QP since @before (counted received, none dropped for
-// want of its QP or of room).
+// want of its QP or of room), seen within the bound: sroce counts a packet
+// received once it is queued to its QP, after the QP's work is scheduled,
+// so a receive can complete (and be seen) a moment before its count is.
+// @detail, if given, says more on failure (the receiver's completion).
 void expect_delivered(const char *dev, const Counts &before,
-		      const char *what)
+		      const char *what,
+		      const std::function<std::string()> &detail = nullptr)
 {
 	Counts now(dev);
+	bool seen = wait_until(limit_ms(kRecvS), [&] {
+		now = Counts(dev);
+		return now.delivered_since(before);
+	});
 
-	CHECK(now.rcvd > before.rcvd && now.no_qp == before.no_qp &&
-		      now.rx_full == before.rx_full,
-	      "%s: rcvd_pkts +%lld, drop_no_qp +%lld, drop_rx_queue_full "
-	      "+%lld, expected a packet received and none dropped", what,
-	      now.rcvd - before.rcvd, now.no_qp - before.no_qp,
-	      now.rx_full - before.rx_full);
+	CHECK(seen, "%s: rcvd_pkts +%lld, drop_no_qp +%lld, drop_rx_queue_full "
+	      "+%lld within %ld s, expected a packet received and none "
+	      "dropped (rcvd_pkts %lld then %lld, sent_pkts %lld then %lld: "
+	      "-1 is a counter not read); %s", what, now.rcvd - before.rcvd,
+	      now.no_qp - before.no_qp, now.rx_full - before.rx_full,
+	      kRecvS * time_scale(), before.rcvd, now.rcvd, before.sent,
+	      now.sent, detail ? detail().c_str() : "");
 }
 
 // A test's world: the file system, V and A. Whatever happened, it ends by
@@ -220,20 +240,48 @@ struct Scene {
 		return came;
 	}
 
-	// Within the bound, kMaxActive of sroce's workers wait in A's fault
-	// (under function @frame if given), filling @queue: else said.
-	bool fills(const char *queue, const char *frame = nullptr)
+	// Within the bound, kMaxActive of sroce's workers wait in A's fault,
+	// filling @queue: else said.
+	bool fills(const char *queue)
 	{
 		std::string one;
 		int workers = 0;
 		bool full = wait_until(limit_ms(3 * kStallS), [&] {
-			workers = stalled_workers(&one, frame);
+			workers = stalled_workers(&one);
 			return workers >= kMaxActive;
 		});
 
 		CHECK(full, "%d of sroce's workers wait in A's fault, not the "
 		      "%d that fill %s; one: %s", workers, kMaxActive, queue,
 		      one.c_str());
+		return full;
+	}
+
+	// Within the bound, kMaxActive of sroce's workers running work
+	// function @job wait in D state, filling @queue, at least one of them
+	// in A's fault: else said, with where they wait. The others wait
+	// behind the fault where it holds A's memory: a fault holds its
+	// process's mmap lock for reading while it waits for the page, and a
+	// task that asks for it for writing meanwhile (khugepaged, an
+	// munmap, a stack to grow) waits behind it, and every job that asks
+	// for it for reading after that (ib_umem_odp_map_dma_and_lock())
+	// waits in down_read(), not in hmm_range_fault(), as long.
+	bool fills_with(const char *queue, const char *job)
+	{
+		tasks::Waiting w;
+		bool full = wait_until(limit_ms(3 * kStallS), [&] {
+			w = workers_under(job);
+			return w.n >= kMaxActive && w.in_fault > 0;
+		});
+
+		CHECK(full, "%d of sroce's workers in %s wait in D state, %d of "
+		      "them in A's fault: expected the %d that fill %s, and "
+		      "one at least in the fault. They wait in: %s. Workers "
+		      "in %s not in D state: %d. Tasks waiting to write-lock "
+		      "an rwsem: %s. A: %s. One in the fault: %s", w.n, job,
+		      w.in_fault, kMaxActive, queue, w.where().c_str(), job,
+		      w.other, tasks::rwsem_writers().c_str(),
+		      stack_of(a.pid).c_str(), w.fault_stack.c_str());
 		return full;
 	}
 
@@ -303,7 +351,15 @@ void destroy_under_stall(Scene &s, bool nobody)
 	CHECK(!strcmp(ans, "recv ok"), "V's receive of A's first SEND: '%s' "
 	      "within %ld s (its QP's run waits for A's stalled doorbell?)",
 	      ans, kRecvS * time_scale());
-	expect_delivered(s.dev, c0, "A's first SEND");
+	expect_delivered(s.dev, c0, "A's first SEND", [&] {
+		char wc[kLine], qps[64];
+		bool ok = say(s.v.fd, "wc") && hear(s.v.fd, wc,
+						    limit_ms(kSetupS));
+		snprintf(qps, sizeof(qps), "; A's QP %#x, V's %#x", aq, vq);
+		return std::string("V's completion (wc STATUS LEN QPN "
+				   "SRC_QP): ") +
+		       (ok ? wc : "(V did not say)") + qps;
+	});
 	CHECK(doorbell_stalled(s.a.pid, &what), "A stopped waiting: %s",
 	      what.c_str());
 	bool destroyed = s.destroy_in_time("while A's doorbell waits in its "
@@ -373,6 +429,8 @@ void destroy_wq_full(Scene &s)
 	    }, &na))
 		return;
 	// A's sends to its other context's QPs only queue their work.
+	long long inval = port_counter(s.dev, "odp_pages_invalidated");
+	long long faults = port_counter(s.dev, "odp_page_faults");
 	bool flooded = say(s.a.fd, "flood") &&
 		       s.returns(s.a, "A's SENDs", "flooded", limit_ms(kBoundS));
 	CHECK(flooded, "A's ibv_post_send of SENDs to its QPs of another "
@@ -402,8 +460,16 @@ void destroy_wq_full(Scene &s)
 		s.comes_after(s.v, "V's ibv_destroy_qp", "destroyed");
 	s.ask(s.a, "A", "recvd " + std::to_string(limit_ms(kAfterS)), ans,
 	      limit_ms(kAfterS) + limit_ms(kSetupS));
-	CHECK(ans == "recvd " + std::to_string(n) + " 0", "A's %d receives "
-	      "once the read was answered: '%s' (received, failed)", n, ans);
+	// "recvd GOT BAD STATUS:COUNT...": each status of those that came.
+	int got = -1, bad = -1;
+	bool read = sscanf(ans, "recvd %d %d", &got, &bad) == 2;
+	CHECK(read && got == n && bad == 0, "A's %d receives once the read "
+	      "was answered: '%s' (received, failed; then each completion "
+	      "status, ibv_wc_status, and how many had it: 4 LOC_PROT_ERR is "
+	      "a fault that failed); odp_pages_invalidated +%lld, "
+	      "odp_page_faults +%lld since the flood", n, ans,
+	      port_counter(s.dev, "odp_pages_invalidated") - inval,
+	      port_counter(s.dev, "odp_page_faults") - faults);
 }
 
 // dereg_odp_wq_full, exit_odp_wq_full.
@@ -413,7 +479,6 @@ void ahead_behind_full_queue(Scene &s, bool exits)
 	const char *job = "sroce_ahead_work";
 	unsigned nv, na;
 	char ans[kLine];
-	std::string one;
 	std::string file = s.fs.file();
 	long long retired = port_counter(s.dev, "odp_jobs_retired");
 
@@ -429,14 +494,16 @@ void ahead_behind_full_queue(Scene &s, bool exits)
 	CHECK(flooded, "A's streams of READs did not complete in %ld s",
 	      kSetupS * time_scale());
 	if (!flooded || !s.read_held() ||
-	    !s.fills("the fault-ahead workqueue", job))
+	    !s.fills_with("the fault-ahead workqueue", job))
 		return;
 	// A second more: any job the queue would still start has started.
 	timespec settle = { time_scale(), 0 };
 	nanosleep(&settle, nullptr);
-	int workers = stalled_workers(&one, job);
+	tasks::Waiting w = workers_under(job);
+	int workers = w.n + w.other;
 	CHECK(workers < n, "all %d of A's fault-ahead jobs run at once: the "
-	      "queue is not full (max_active above %d?)", workers, kMaxActive);
+	      "queue is not full (max_active above %d?); they wait in: %s",
+	      workers, kMaxActive, w.where().c_str());
 	// V's streams: its responders' jobs wait, inactive, behind A's.
 	if (workers >= n ||
 	    !s.ask(s.v, "V", "stream", ans, limit_ms(kSetupS)) ||

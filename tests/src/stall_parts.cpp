@@ -11,6 +11,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <map>
 #include <sched.h>
 #include <sys/mman.h>
 #include <vector>
@@ -215,8 +216,10 @@ ibv_send_wr inline_send(const uint8_t *msg, ibv_ah *ah = nullptr,
 }
 
 // Up to @ms for @n completions on @cq; how many came, and how many of them
-// failed or were not @want's byte length (if @want).
-int poll_some(ibv_cq *cq, int n, long ms, uint32_t want, int *bad)
+// failed or were not @want's byte length (if @want). The last in *@last,
+// and how many had each status in *@statuses, if given.
+int poll_some(ibv_cq *cq, int n, long ms, uint32_t want, int *bad,
+	      ibv_wc *last = nullptr, std::map<int, int> *statuses = nullptr)
 {
 	long end = now_ms() + ms;
 	int got = 0;
@@ -230,6 +233,10 @@ int poll_some(ibv_cq *cq, int n, long ms, uint32_t want, int *bad)
 			if (wc.status != IBV_WC_SUCCESS ||
 			    (want && wc.byte_len != want))
 				(*bad)++;
+			if (last)
+				*last = wc;
+			if (statuses)
+				(*statuses)[wc.status]++;
 		} else {
 			usleep(1000);
 		}
@@ -276,7 +283,8 @@ struct Odp {
 // with a receive into the FUSE page (an ODP MR, writable), and a UD QP of
 // a second context to send to them. "flood": flooded MS RC, a SEND to each
 // of the @n (one ibv_post_send() each); "send QPN": sent RC, a SEND to V;
-// "recvd MS": recvd GOT BAD, the @n QPs' receives that completed.
+// "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives that
+// completed, those that failed, and how many had each status.
 struct Flood {
 	Dev x, s;
 	Odp m;
@@ -340,7 +348,8 @@ struct Flood {
 
 // V, root: one RC (or UD) QP, a pinned 4 KiB buffer, a receive of kMsg
 // bytes posted. "connect QPN" (RC: then its receive), "recv MS" (recv
-// ok|none|bad), "post" (posting, then posted MS RC: a SEND of kMsg
+// ok|none|bad), "wc" (wc STATUS LEN QPN SRC_QP of the completion "recv"
+// polled, or wc none), "post" (posting, then posted MS RC: a SEND of kMsg
 // bytes), "destroy" (destroyed MS RC).
 int victim(int fd, const char *devname, ibv_qp_type type)
 {
@@ -349,6 +358,8 @@ int victim(int fd, const char *devname, ibv_qp_type type)
 	ibv_mr *mr = nullptr;
 	ibv_qp *qp = nullptr;
 	uint32_t at = type == IBV_QPT_UD ? kGrh : 0;
+	ibv_wc last{};
+	bool polled = false;
 
 	memset(buf, 0, 4096);
 	for (uint32_t i = 0; i < kMsg; i++)
@@ -374,12 +385,19 @@ int victim(int fd, const char *devname, ibv_qp_type type)
 					post_recv(qp, buf, kMsg, mr->lkey) ?
 				"ok" : "error connect");
 		} else if (sscanf(cmd, "recv %u", &n) == 1) {
-			int got = poll_some(d.cq, 1, n, at + kMsg, &bad);
+			int got = poll_some(d.cq, 1, n, at + kMsg, &bad, &last);
 			bool same = true;
 			for (uint32_t i = 0; i < kMsg; i++)
 				same = same && buf[at + i] == msg_byte(i);
+			polled = polled || got;
 			say(fd, "recv %s",
 			    !got ? "none" : bad || !same ? "bad" : "ok");
+		} else if (!strcmp(cmd, "wc")) {
+			if (polled)
+				say(fd, "wc %d %u %#x %#x", int(last.status),
+				    last.byte_len, last.qp_num, last.src_qp);
+			else
+				say(fd, "wc none");
 		} else if (!strcmp(cmd, "post")) {
 			ibv_sge sge = { uintptr_t(buf + 2048), kMsg, mr->lkey };
 			ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1), *b;
@@ -511,8 +529,18 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 		} else if (sscanf(cmd, "send %u", &qpn) == 1) {
 			say(fd, "sent %d", f.send(qpn));
 		} else if (sscanf(cmd, "recvd %u", &ms) == 1) {
-			int got = poll_some(f.x.cq, n, ms, kGrh + kMsg, &bad);
-			say(fd, "recvd %d %d", got, bad);
+			std::map<int, int> st;
+			int got = poll_some(f.x.cq, n, ms, kGrh + kMsg, &bad,
+					    nullptr, &st);
+			char line[kLine];
+			int len = snprintf(line, sizeof(line), "recvd %d %d",
+					   got, bad);
+			for (const auto &[status, k] : st)
+				if (len > 0 && size_t(len) < sizeof(line))
+					len += snprintf(line + len,
+							sizeof(line) - len,
+							" %d:%d", status, k);
+			say(fd, "%s", line);
 		}
 	});
 	f.teardown();

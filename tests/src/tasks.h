@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <map>
 #include <string>
 #include <unistd.h>
 
@@ -89,6 +90,118 @@ inline int stalled_workers(std::string *one, const char *frame = nullptr)
 	if (d)
 		closedir(d);
 	return n;
+}
+
+// The first @n functions of a kernel stack as /proc/PID/stack gives it
+// ("[<0>] name+0x1/0x2 [module]" a line), innermost first, "<"-joined.
+inline std::string stack_top(const std::string &raw, int n)
+{
+	std::string top;
+	size_t at = 0;
+
+	for (int i = 0; i < n && at < raw.size(); i++) {
+		size_t end = raw.find('\n', at);
+		std::string line = raw.substr(at, end == std::string::npos ?
+						  std::string::npos : end - at);
+		size_t b = line.find("] ");
+		size_t e = line.find('+');
+		if (b != std::string::npos && e != std::string::npos && e > b)
+			top += (top.empty() ? "" : "<") + line.substr(b + 2, e - b - 2);
+		if (end == std::string::npos)
+			break;
+		at = end + 1;
+	}
+	return top;
+}
+
+// sroce's kernel threads running work function @frame (a worker whose
+// stack has it): those in D state, how many of them in an ODP fault of
+// sroce's (hmm_range_fault()), the others (running, or sleeping
+// interruptibly), and where each of those in D state waits (the
+// innermost frames of its stack, counted).
+struct Waiting {
+	int n = 0;		// in D state
+	int in_fault = 0;	// of them, in an ODP fault
+	int other = 0;		// not in D state
+	std::string fault_stack;	// one in the fault, on one line
+	std::map<std::string, int> at;
+
+	std::string where() const
+	{
+		std::string s;
+
+		for (const auto &[top, k] : at)
+			s += (s.empty() ? "" : ", ") + std::to_string(k) + " in " +
+			     top;
+		return s.empty() ? "(none)" : s;
+	}
+};
+
+inline Waiting workers_under(const char *frame)
+{
+	DIR *d = opendir("/proc");
+	Waiting w;
+
+	while (dirent *e = d ? readdir(d) : nullptr) {
+		pid_t pid = atoi(e->d_name);
+		char state;
+		unsigned long flags;
+
+		if (pid <= 0 || !stat_of(pid, &state, &flags) ||
+		    !(flags & kPfKthread))
+			continue;
+		std::string raw = slurp("/proc/" + std::to_string(pid) +
+					"/stack");
+		if (raw.find(frame) == std::string::npos ||
+		    raw.find("[sroce]") == std::string::npos)
+			continue;
+		if (state != 'D') {
+			w.other++;
+			continue;
+		}
+		w.n++;
+		w.at[stack_top(raw, 3)]++;
+		if (in_odp_fault(raw) && w.in_fault++ == 0)
+			w.fault_stack = stack_of(pid);
+	}
+	if (d)
+		closedir(d);
+	return w;
+}
+
+// Tasks in D state waiting to take an rwsem for writing (a process's mmap
+// lock, say, behind readers stalled in a fault), at most @max of them:
+// "PID (COMM): stack" each, or "(none)".
+inline std::string rwsem_writers(int max = 4)
+{
+	DIR *d = opendir("/proc");
+	std::string s;
+	int n = 0;
+
+	while (dirent *e = d ? readdir(d) : nullptr) {
+		pid_t pid = atoi(e->d_name);
+		char state;
+		unsigned long flags;
+
+		if (pid <= 0 || !stat_of(pid, &state, &flags) || state != 'D')
+			continue;
+		std::string stack = stack_of(pid);
+		if (stack.find("down_write") == std::string::npos)
+			continue;
+		if (n++ < max) {
+			std::string comm = slurp("/proc/" +
+						 std::to_string(pid) + "/comm");
+			if (!comm.empty() && comm.back() == '\n')
+				comm.pop_back();
+			s += (s.empty() ? "" : "; ") + std::to_string(pid) +
+			     " (" + comm + "): " + stack;
+		}
+	}
+	if (d)
+		closedir(d);
+	if (n > max)
+		s += "; and " + std::to_string(n - max) + " more";
+	return s.empty() ? "(none)" : s;
 }
 
 // Until @ms for @done().
