@@ -363,6 +363,38 @@ static void sroce_odp_put_umem(struct sroce_pin *pin)
 		up_read(&pin->child_rwsem);
 }
 
+/*
+ * Tries of ib_umem_odp_map_dma_and_lock() that end in -EBUSY before an
+ * access fails (sroce_odp_map()).
+ */
+#define SROCE_ODP_BUSY_TRIES	8
+
+/*
+ * ib_umem_odp_map_dma_and_lock() of [uva, uva + len) of @odp, for @bits,
+ * faulting if @fault. ib_core tries its walk again after an invalidation
+ * of the range (-EBUSY) only within HMM_RANGE_DEFAULT_TIMEOUT of the
+ * call's start, and a fault that waited longer than that for its page
+ * (the owner's FUSE server holding the read, I/O, memory pressure) has
+ * spent the budget before its walk ends: the first invalidation met after
+ * the wait (the page written back, reclaimed, migrated) fails the access,
+ * a receive WQE completes in error, though the page can be had. Called
+ * again, the walk finds what the wait brought in and has a budget of its
+ * own: up to SROCE_ODP_BUSY_TRIES calls, unless the task is being killed.
+ * Return: as ib_umem_odp_map_dma_and_lock() (the umem_mutex held on
+ * success).
+ */
+static int sroce_odp_map(struct ib_umem_odp *odp, u64 uva, u64 len,
+			 u64 bits, bool fault)
+{
+	int tries = SROCE_ODP_BUSY_TRIES;
+	int ret;
+
+	do {
+		ret = ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, fault);
+	} while (ret == -EBUSY && --tries && !fatal_signal_pending(current));
+	return ret;
+}
+
 /**
  * sroce_odp_lock - fault in and hold the page of an ODP map's access
  * @map: a map whose pin is an ODP range
@@ -429,7 +461,7 @@ void *sroce_odp_lock(struct sroce_map *map, u64 va, u64 len, bool write,
 			sroce_odp_put_umem(map->pin);
 			goto later;
 		}
-		if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0)
+		if (sroce_odp_map(odp, uva, len, bits, true) < 0)
 			goto fault;
 		dma = odp->dma_list[idx];
 		if ((dma & bits) != bits) {
@@ -564,7 +596,7 @@ static u64 sroce_odp_fault_chunk(struct sroce_map *map, u64 uva, u64 len,
 	mutex_unlock(&odp->umem_mutex);
 	if (before == pages)
 		goto out;
-	if (ib_umem_odp_map_dma_and_lock(odp, uva, len, bits, true) < 0) {
+	if (sroce_odp_map(odp, uva, len, bits, true) < 0) {
 		len = 0;
 		goto out;
 	}
@@ -1269,7 +1301,7 @@ static int sroce_odp_prefetch(struct sroce_map *map, u64 va, u64 len,
 		mutex_lock(&odp->umem_mutex);
 		before = sroce_odp_present(odp, uva, n, bits);
 		mutex_unlock(&odp->umem_mutex);
-		ret = ib_umem_odp_map_dma_and_lock(odp, uva, n, bits, fault);
+		ret = sroce_odp_map(odp, uva, n, bits, fault);
 		if (ret >= 0) {
 			/* What became present (NO_FAULT skips what is not). */
 			after = sroce_odp_present(odp, uva, n, bits);
