@@ -278,10 +278,12 @@ struct Scene {
 		      "them in A's fault: expected the %d that fill %s, and "
 		      "one at least in the fault. They wait in: %s. Workers "
 		      "in %s not in D state: %d. Tasks waiting to write-lock "
-		      "an rwsem: %s. A: %s. One in the fault: %s", w.n, job,
+		      "an rwsem: %s. A: %s. One in the fault: %s. Kernel "
+		      "threads: %s", w.n, job,
 		      w.in_fault, kMaxActive, queue, w.where().c_str(), job,
 		      w.other, tasks::rwsem_writers().c_str(),
-		      stack_of(a.pid).c_str(), w.fault_stack.c_str());
+		      stack_of(a.pid).c_str(), w.fault_stack.c_str(),
+		      tasks::kthread_census().c_str());
 		return full;
 	}
 

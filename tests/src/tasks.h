@@ -169,6 +169,44 @@ inline Waiting workers_under(const char *frame)
 	return w;
 }
 
+// Every kernel thread, by state letter and, for those not sleeping
+// interruptibly, the innermost frames of its stack: "N kthreads; S: 12,
+// D: 64 (64 in a<b<c), R: 1 (...)": where the workers that are not in a
+// fault are, when fewer than expected are.
+inline std::string kthread_census()
+{
+	DIR *d = opendir("/proc");
+	std::map<char, int> by_state;
+	std::map<std::string, int> at;
+	int n = 0;
+
+	while (dirent *e = d ? readdir(d) : nullptr) {
+		pid_t pid = atoi(e->d_name);
+		char state;
+		unsigned long flags;
+
+		if (pid <= 0 || !stat_of(pid, &state, &flags) ||
+		    !(flags & kPfKthread))
+			continue;
+		n++;
+		by_state[state]++;
+		if (state == 'S' || state == 'I')
+			continue;
+		std::string raw = slurp("/proc/" + std::to_string(pid) +
+					"/stack");
+		at[std::string(1, state) + ":" + stack_top(raw, 4)]++;
+	}
+	if (d)
+		closedir(d);
+	std::string s = std::to_string(n) + " kthreads;";
+	for (const auto &[st, k] : by_state)
+		s += " " + std::string(1, st) + ": " + std::to_string(k);
+	s += "; not sleeping, where:";
+	for (const auto &[top, k] : at)
+		s += " " + std::to_string(k) + " " + top + ";";
+	return s;
+}
+
 // Tasks in D state waiting to take an rwsem for writing (a process's mmap
 // lock, say, behind readers stalled in a fault), at most @max of them:
 // "PID (COMM): stack" each, or "(none)".
