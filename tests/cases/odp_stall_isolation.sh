@@ -12,10 +12,18 @@
 # - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
 #   engine workqueue's share of CPU 0, and A sends V a packet there: V's
 #   ibv_destroy_qp() returns all the same.
-# - dereg_odp_wq_full: 256 fault-ahead jobs of A's QPs wait in the fault,
-#   filling ODP's fault-ahead workqueue; V's own jobs wait behind them,
-#   and V's ibv_dereg_mr() and ibv_rereg_mr() of their MRs return.
-# - exit_odp_wq_full: the same, V killed: it exits.
+# - dereg_odp_wq_full: 264 fault-ahead jobs of A's QPs fill ODP's
+#   fault-ahead workqueue (256 active), those that start waiting in the
+#   fault; V's own jobs wait behind them, and V's ibv_dereg_mr() and
+#   ibv_rereg_mr() of their MRs return. The premise is read from the
+#   counts, not from how many workers the kernel made (a census of them
+#   comes with a failure): A's MR ("rdma res show mr -dd") counts all 264
+#   jobs queued and fewer started (ahead_queued, ahead_run), and one worker
+#   at least waits in A's fault; right before V's call and again once it
+#   returned, each MR of V's counts its job queued, not started, and the
+#   device counts no job retired and no page prefetched since V's streams.
+# - exit_odp_wq_full: the same, V killed: it exits; once it did, only the
+#   device's counts are left to say its jobs had not run.
 # Before pending/inline-hold each of these hung until the read was
 # answered: a doorbell ran, and held a reference on, any QP its loopback
 # packets reached, a destroy waited for a worker to run its QP, and a

@@ -39,16 +39,24 @@
 //   the destroy drops the packet and takes the item off the queue itself.
 //   (Before: the destroy waited for a worker to run the item.)
 // dereg_odp_wq_full: A fills ODP's fault-ahead workqueue (unbound, 256
-//   active) with jobs of its own QPs' streams of READs, each waiting in the
-//   fault of the file's page (an MR over 68 KiB of A's memory and the
-//   file after it); V's own streams then queue V's jobs behind them,
-//   inactive. V's ibv_dereg_mr of one MR and ibv_rereg_mr of the other
-//   return; once the read is answered V's jobs run, find their MRs'
+//   active) with 264 jobs of its own QPs' streams of READs, those that
+//   start waiting in the fault of the file's page (an MR over 68 KiB of
+//   A's memory and the file after it); V's own streams then queue V's
+//   jobs behind them. V's ibv_dereg_mr of one MR and ibv_rereg_mr of the
+//   other return; once the read is answered V's jobs run, find their MRs'
 //   translations retired (odp_jobs_retired) and fault nothing in. (Before:
 //   a queued job held an access to its map, and the dereg waited for it.)
+//   The premise is read from the MRs' counts ("rdma resource show mr
+//   -dd": ahead_queued, ahead_run) and the device's, not from how many
+//   workers the kernel made: A's MR counts its 264 jobs queued and fewer
+//   started, one worker at least waits in A's fault; V's MRs count each
+//   its job queued, not started, and no job was retired or prefetched a
+//   page, right before V's call and again once it returned.
 // exit_odp_wq_full: the same, V killed instead: it exits, though uverbs
 //   deregisters its MRs before its QPs, and at exit the wait of a dereg
-//   cannot be killed (SIGKILL is dequeued by then).
+//   cannot be killed (SIGKILL is dequeued by then). Once V exited its MRs
+//   are gone: the device's counts (no job retired, no page prefetched)
+//   say its jobs had not run.
 #include "check.h"
 #include "role.h"
 #include "stall.h"
@@ -57,6 +65,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -151,6 +160,62 @@ void expect_delivered(const char *dev, const Counts &before,
 	      now.no_qp - before.no_qp, now.rx_full - before.rx_full,
 	      kRecvS * time_scale(), before.rcvd, now.rcvd, before.sent,
 	      now.sent, detail ? detail().c_str() : "");
+}
+
+// An ODP MR's fault-ahead jobs, as sroce_fill_res_mr_entry() counts them
+// for the MR's current pin: queued (ahead_queued), and started (ahead_run:
+// counted as a job starts faulting; a job that finds its map retired when
+// its turn comes counts in the device's odp_jobs_retired instead, and one
+// cancelled, when its stream's next message comes or its QP goes, in
+// neither). -1: not shown.
+struct Ahead {
+	long long queued = -1, run = -1;
+
+	// Queued and not started (nor cancelled, nor retired: see above).
+	bool waits() const
+	{
+		return run >= 0 && queued > run;
+	}
+
+	std::string str() const
+	{
+		return std::to_string(queued) + "/" + std::to_string(run);
+	}
+};
+
+// The ODP MRs of process @pid on @dev, as "rdma -j -dd resource show mr"
+// lists them (root sees any user's counts: sroce_res_may_see_residency()),
+// in the listing's order.
+std::vector<Ahead> aheads_of(const char *dev, pid_t pid)
+{
+	std::vector<Ahead> v;
+
+	for (const std::string &o : res_objects(dev, "mr", false)) {
+		if (res_field(o, "pid") != pid ||
+		    o.find("\"drv_kind\":\"odp\"") == std::string::npos)
+			continue;
+		v.push_back({ res_field(o, "drv_ahead_queued"),
+			      res_field(o, "drv_ahead_run") });
+	}
+	return v;
+}
+
+// A's one ODP MR's counts (unread if there is none).
+Ahead ahead_of(const char *dev, pid_t pid)
+{
+	std::vector<Ahead> v = aheads_of(dev, pid);
+
+	return v.empty() ? Ahead() : v[0];
+}
+
+// V's: "queued/started" of each ODP MR, or "(no ODP MR)".
+std::string str(const std::vector<Ahead> &v)
+{
+	std::string s;
+
+	for (const Ahead &x : v)
+		s += (s.empty() ? "" : ", ") + x.str();
+	return s.empty() ? "(no ODP MR)" : s;
 }
 
 // A test's world: the file system, V and A. Whatever happened, it ends by
@@ -257,34 +322,57 @@ struct Scene {
 		return full;
 	}
 
-	// Within the bound, kMaxActive of sroce's workers running work
-	// function @job wait in D state, filling @queue, at least one of them
-	// in A's fault: else said, with where they wait. The others wait
+	// Within the bound, A's fault-ahead jobs hold the fault-ahead queue
+	// (the premise of *_odp_wq_full), as A's ODP MR counts them ("rdma
+	// resource show mr -dd", which shows root any user's counts): all of
+	// A's @n jobs queued (ahead_queued), fewer of them started
+	// (ahead_run: a job counts as it starts), and one at least of sroce's
+	// workers running @job waits in D state in A's fault. A's jobs wait
+	// there until the read is answered, and the queue is first in, first
+	// out: a job queued after them starts only after all of A's have, and
+	// no more than kMaxActive of those ever can. Else said, with where
+	// sroce's workers wait and a census of the kernel threads. How many
+	// workers took A's jobs is the workqueue's business, not a condition:
+	// it makes them one at a time, and a 2-vCPU TCG VM on 6.1 had made
+	// 58 to 256 of them 90 s on. Of those in D state, some may wait
 	// behind the fault where it holds A's memory: a fault holds its
 	// process's mmap lock for reading while it waits for the page, and a
-	// task that asks for it for writing meanwhile (khugepaged, an
-	// munmap, a stack to grow) waits behind it, and every job that asks
-	// for it for reading after that (ib_umem_odp_map_dma_and_lock())
-	// waits in down_read(), not in hmm_range_fault(), as long.
-	bool fills_with(const char *queue, const char *job)
+	// task that asks for it for writing meanwhile (khugepaged, an munmap,
+	// a stack to grow) waits behind it, and every job that asks for it
+	// for reading after that (ib_umem_odp_map_dma_and_lock()) waits in
+	// down_read(), not in hmm_range_fault(), as long.
+	bool a_jobs_hold_queue(int n, const char *job)
 	{
 		tasks::Waiting w;
-		bool full = wait_until(limit_ms(3 * kStallS), [&] {
+		Ahead c;
+		bool held = wait_until(limit_ms(3 * kStallS), [&] {
+			c = ahead_of(dev, a.pid);
+			if (c.queued < n)
+				return false;
+			// All started: the queue is not full, no use waiting.
+			if (c.run >= c.queued)
+				return true;
 			w = workers_under(job);
-			return w.n >= kMaxActive && w.in_fault > 0;
+			return w.in_fault > 0;
 		});
 
-		CHECK(full, "%d of sroce's workers in %s wait in D state, %d of "
-		      "them in A's fault: expected the %d that fill %s, and "
-		      "one at least in the fault. They wait in: %s. Workers "
-		      "in %s not in D state: %d. Tasks waiting to write-lock "
-		      "an rwsem: %s. A: %s. One in the fault: %s. Kernel "
-		      "threads: %s", w.n, job,
-		      w.in_fault, kMaxActive, queue, w.where().c_str(), job,
-		      w.other, tasks::rwsem_writers().c_str(),
-		      stack_of(a.pid).c_str(), w.fault_stack.c_str(),
-		      tasks::kthread_census().c_str());
-		return full;
+		held = held && c.queued == n && c.run < c.queued &&
+		       w.in_fault > 0;
+		if (!held)
+			w = workers_under(job);
+		CHECK(held, "A's fault-ahead jobs: %s (queued/started, of %d "
+		      "streams; expected all queued, fewer started: the "
+		      "queue holds %d at once), and %d of sroce's workers in "
+		      "%s in A's fault (expected one at least), within %ld s. "
+		      "Workers in %s in D state: %d; they wait in: %s. "
+		      "Workers in %s not in D state: %d. Tasks waiting to "
+		      "write-lock an rwsem: %s. A: %s. One in the fault: %s. "
+		      "Kernel threads: %s", c.str().c_str(), n, kMaxActive,
+		      w.in_fault, job, 3 * kStallS * time_scale(), job, w.n,
+		      w.where().c_str(), job, w.other,
+		      tasks::rwsem_writers().c_str(), stack_of(a.pid).c_str(),
+		      w.fault_stack.c_str(), tasks::kthread_census().c_str());
+		return held;
 	}
 
 	// V's "destroy" within the bound; else the failure, with V's stack.
@@ -474,7 +562,33 @@ void destroy_wq_full(Scene &s)
 	      port_counter(s.dev, "odp_page_faults") - faults);
 }
 
+// The device's counts of what fault-ahead jobs did (hw_counters): those
+// that found their map retired when their turn came (odp_jobs_retired),
+// and the pages jobs faulted in (odp_pages_prefetched: only fault-ahead
+// jobs and ibv_advise_mr() count there, a message's own faults do not).
+struct JobCounts {
+	long long retired, prefetched;
+
+	explicit JobCounts(const char *dev)
+		: retired(port_counter(dev, "odp_jobs_retired")),
+		  prefetched(port_counter(dev, "odp_pages_prefetched"))
+	{
+	}
+};
+
 // dereg_odp_wq_full, exit_odp_wq_full.
+//
+// The premise, proven by the counts rather than by how many workers the
+// kernel made: A's jobs hold the queue (a_jobs_hold_queue()), and V's jobs
+// wait in it, not started, right before V's call (or V's kill) and still
+// once it returned (or V exited): so V did not wait for its own queued
+// jobs. A job "waits" when its MR counts it queued and not started, and
+// the device counts no job retired and no page prefetched since V's
+// streams began (so it was neither cancelled, nor dequeued to find its map
+// retired, nor run: A's jobs, the only others, wait in the fault before
+// they count a page). Once V's MR is gone (deregistered; at exit all of
+// them) only the device's counts remain: neither moved, so V's job has
+// not run.
 void ahead_behind_full_queue(Scene &s, bool exits)
 {
 	const int n = kMaxActive + 8;
@@ -495,33 +609,58 @@ void ahead_behind_full_queue(Scene &s, bool exits)
 		       s.returns(s.a, "A's READs", "flooded", limit_ms(kSetupS));
 	CHECK(flooded, "A's streams of READs did not complete in %ld s",
 	      kSetupS * time_scale());
-	if (!flooded || !s.read_held() ||
-	    !s.fills_with("the fault-ahead workqueue", job))
+	if (!flooded || !s.read_held() || !s.a_jobs_hold_queue(n, job))
 		return;
-	// A second more: any job the queue would still start has started.
-	timespec settle = { time_scale(), 0 };
-	nanosleep(&settle, nullptr);
-	tasks::Waiting w = workers_under(job);
-	int workers = w.n + w.other;
-	CHECK(workers < n, "all %d of A's fault-ahead jobs run at once: the "
-	      "queue is not full (max_active above %d?); they wait in: %s",
-	      workers, kMaxActive, w.where().c_str());
-	// V's streams: its responders' jobs wait, inactive, behind A's.
-	if (workers >= n ||
-	    !s.ask(s.v, "V", "stream", ans, limit_ms(kSetupS)) ||
+	// V's jobs wait, @when: each of the @nmr ODP MRs V has then counts
+	// its one job queued, not started; the device's counts have not
+	// moved since @before; A's jobs still hold the queue.
+	auto v_waits = [&](const char *when, size_t nmr,
+			   const JobCounts &before) {
+		std::vector<Ahead> vm;
+		if (nmr)
+			vm = aheads_of(s.dev, s.v.pid);
+		Ahead am = ahead_of(s.dev, s.a.pid);
+		JobCounts now(s.dev);
+		bool each = vm.size() == nmr;
+		for (const Ahead &x : vm)
+			each = each && x.queued == 1 && x.waits();
+		bool ok = each && before.retired >= 0 &&
+			  now.retired == before.retired &&
+			  before.prefetched >= 0 &&
+			  now.prefetched == before.prefetched &&
+			  am.queued == n && am.run < am.queued;
+		CHECK(ok, "%s: V's fault-ahead jobs do not wait behind A's: "
+		      "V's ODP MRs' jobs (queued/started) %s, expected %zu "
+		      "MRs at 1/0; since V's streams odp_jobs_retired %lld -> "
+		      "%lld, odp_pages_prefetched %lld -> %lld, expected "
+		      "unchanged; A's %s of %d streams, expected fewer "
+		      "started than queued", when, str(vm).c_str(), nmr,
+		      before.retired, now.retired, before.prefetched,
+		      now.prefetched, am.str().c_str(), n);
+		return ok;
+	};
+	// V's streams: its responders' jobs queue behind A's not started.
+	JobCounts c0(s.dev);
+	if (!s.ask(s.v, "V", "stream", ans, limit_ms(kSetupS)) ||
 	    !s.ask(s.v, "V", "resident", ans, limit_ms(kSetupS)))
 		return;
 	CHECK(!strcmp(ans, "resident 0"), "V's fault-ahead jobs ran (%s): "
 	      "they were not queued behind A's", ans);
 	if (exits) {
+		if (!v_waits("before V is killed", 2, c0))
+			return;
 		// At exit, uverbs deregisters V's MRs (newer than its QPs)
-		// before it destroys the QPs whose jobs are queued.
+		// before it destroys the QPs whose jobs are queued; the
+		// destroys take the jobs off the queue (sroce_ahead_stop()).
 		kill(s.v.pid, SIGKILL);
 		int status = role_wait(s.v, limit_ms(kBoundS));
 		CHECK(status == 128 + SIGKILL, "V, killed with its MRs' jobs "
 		      "queued behind A's stalled ones, had not exited %ld s "
 		      "later (status %d); V: %s", kBoundS * time_scale(),
 		      status, stack_of(s.v.pid).c_str());
+		// Its MRs went with it: only the device's counts are left.
+		if (status == 128 + SIGKILL)
+			v_waits("once V exited", 0, c0);
 		s.fs.release();
 		if (status < 0)
 			role_wait(s.v, limit_ms(kAfterS));
@@ -529,12 +668,18 @@ void ahead_behind_full_queue(Scene &s, bool exits)
 		s.v = {};
 		return;
 	}
+	if (!v_waits("before V's ibv_dereg_mr", 2, c0))
+		return;
 	bool deregd = say(s.v.fd, "dereg") &&
 		      s.returns(s.v, "V's ibv_dereg_mr", "deregd",
 				limit_ms(kBoundS));
 	CHECK(deregd, "V's ibv_dereg_mr hung: not returned %ld s after it was "
 	      "called, its MR's job queued behind A's stalled ones; V: %s",
 	      kBoundS * time_scale(), stack_of(s.v.pid).c_str());
+	// The MR is gone; V's other MR, its job queued with the first's,
+	// still counts its own, and the device's counts have not moved.
+	if (deregd)
+		v_waits("once V's ibv_dereg_mr returned", 1, c0);
 	bool reregd = deregd && say(s.v.fd, "rereg") &&
 		      s.returns(s.v, "V's ibv_rereg_mr", "reregd",
 				limit_ms(kBoundS));
@@ -542,6 +687,10 @@ void ahead_behind_full_queue(Scene &s, bool exits)
 	      "after it was called, its MR's job queued behind A's stalled "
 	      "ones; V: %s", kBoundS * time_scale(),
 	      stack_of(s.v.pid).c_str());
+	// An access-only change keeps an ODP MR's pin, whose counts these
+	// are (sroce_pin_for_access()): its job still counts, not started.
+	if (reregd)
+		v_waits("once V's ibv_rereg_mr returned", 1, c0);
 	s.fs.release();
 	if (!deregd)
 		s.comes_after(s.v, "V's ibv_dereg_mr", "deregd");
