@@ -105,7 +105,8 @@ run() {
 		echo "$kind $name ${v:-NA}" >> "$res"
 		;;
 	*_lat)
-		read -r t p99 p999 < <(echo "$out" | lat_figures)
+		# (a here-string: the guest has no /dev/fd for "< <(...)")
+		read -r t p99 p999 <<< "$(echo "$out" | lat_figures)"
 		{
 			echo "$kind $name ${t:-NA}"
 			echo "$kind ${name}_p99 ${p99:-NA}"
