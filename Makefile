@@ -6,7 +6,8 @@
 # make check-debug the same on a debug kernel (KASAN, lockdep, UBSAN,
 #                 kmemleak, ...), built once and cached (not in CI)
 # make bench      sroce against rdma_rxe, in one VM run (not in CI);
-#                 ROUNDS=N alternations (default 5)
+#                 ROUNDS=N alternations (default 5), PARTS="clients ..."
+#                 some of limits perftest mr odp dmabuf clients
 # make install / make uninstall
 # make deb        the Debian packages (sroce-dkms, ibverbs-provider-sroce)
 #                 into build/deb/, checked by lintian
@@ -76,7 +77,7 @@ check-debug: all
 	scripts/host/check-debug.sh
 
 bench: all
-	scripts/host/bench.sh $(ROUNDS)
+	scripts/host/bench.sh "$(ROUNDS)" "$(PARTS)"
 
 install: kernel userspace
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_DIR=updates \

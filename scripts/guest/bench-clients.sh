@@ -45,6 +45,9 @@ ulp_prepare() {
 	ulp_target='' ulp_why=''
 	ulp_ip=$(ipv4_of eth0)
 	[ -n "$ulp_ip" ] || { ulp_no "eth0 has no IPv4 address"; return 1; }
+	# configfs may be a module nothing has loaded yet (6.12): without
+	# it there is no /sys/kernel/config to mount on.
+	modprobe configfs 2>/dev/null
 	mountpoint -q /sys/kernel/config ||
 		mount -t configfs none /sys/kernel/config ||
 		{ ulp_no "cannot mount configfs"; return 1; }
@@ -234,6 +237,9 @@ srp_wwn='' srp_tpg='' srp_acl=''
 srp_shost() {
 	local h
 
+	# No login made (a setup that failed before it): no host, and not
+	# every host without an ib_srp device either.
+	[ -n "$srp_dev" ] || return 1
 	for h in /sys/class/scsi_host/host*; do
 		[ "$(cat "$h/local_ib_device" 2>/dev/null)" = "$srp_dev" ] ||
 			continue

@@ -2,6 +2,10 @@
 # Inside the VM (see scripts/host/bench.sh): alternate rdma_rxe and sroce.
 set -uo pipefail
 rounds=$1
+# PARTS: which of limits, perftest, mr, odp, dmabuf and clients to run
+# (all of them by default); the table has the rows of those that ran.
+parts=" ${2:-limits perftest mr odp dmabuf clients} "
+want() { [[ $parts == *" $1 "* ]]; }
 # shellcheck source=SCRIPTDIR/../../tests/lib.sh
 . tests/lib.sh
 # shellcheck source=SCRIPTDIR/bench-clients.sh
@@ -268,37 +272,41 @@ client_run() {
 }
 
 for round in $(seq "$rounds"); do
-	limits
+	want limits && limits
 	for kind in rxe sroce; do
 		use_$kind
-		for sz in 4096 65536 1048576; do
+		want perftest && for sz in 4096 65536 1048576; do
 			n=$((sz >= 1048576 ? 50 : 300))
 			run "write_bw_$sz" ib_write_bw -s $sz -n $n
 			run "read_bw_$sz" ib_read_bw -s $sz -n $n
 			run "send_bw_$sz" ib_send_bw -s $sz -n $n
 		done
-		run write_lat_8 ib_write_lat -s 8 -n 20000
-		run send_lat_8 ib_send_lat -s 8 -n 20000
-		# A READ's latency is its whole round trip (perftest halves
-		# WRITE's and SEND's ping-pong).
-		run read_lat_8 ib_read_lat -s 8 -n 20000
-		# UC: the same WRITEs with no acknowledgment at all.
-		run write_lat_uc_8 ib_write_lat -s 8 -n 20000 -c UC
+		if want perftest; then
+			run write_lat_8 ib_write_lat -s 8 -n 20000
+			run send_lat_8 ib_send_lat -s 8 -n 20000
+			# A READ's latency is its whole round trip (perftest
+			# halves WRITE's and SEND's ping-pong).
+			run read_lat_8 ib_read_lat -s 8 -n 20000
+			# UC: the same WRITEs with no acknowledgment at all.
+			run write_lat_uc_8 ib_write_lat -s 8 -n 20000 -c UC
+		fi
 		# Memory registration (ops/s).
-		timeout 600 tests/bin/sroce-mrbench "$dev" 2>/dev/null |
+		want mr && timeout 600 tests/bin/sroce-mrbench "$dev" 2>/dev/null |
 			while read -r name v; do
 				echo "$kind $name $v" >> "$res"
 			done
 		# On-demand paging against pinned memory (MB/s, ms).
-		timeout 600 tests/bin/sroce-odpbench "$dev" 2>/dev/null |
+		want odp && timeout 600 tests/bin/sroce-odpbench "$dev" 2>/dev/null |
 			while read -r name v; do
 				echo "$kind $name $v" >> "$res"
 			done
 		# dma-buf MRs against pinned ones: sroce only, rxe has none.
-		[ "$kind" = rxe ] || dmabuf_bench
-		for c in nfs nvme srp iser; do
-			client_run $c
-		done
+		[ "$kind" = rxe ] || { want dmabuf && dmabuf_bench; }
+		if want clients; then
+			for c in nfs nvme srp iser; do
+				client_run $c
+			done
+		fi
 	done
 done
 remove_all_links

@@ -2,12 +2,14 @@
 # make bench: sroce against rdma_rxe in one VM run. The two cannot be
 # loaded at once (both bind UDP 4791), so they alternate, ROUNDS times,
 # and the table gives medians and the ratio sroce/rxe.
-# Usage: scripts/host/bench.sh [ROUNDS]
+# Usage: scripts/host/bench.sh [ROUNDS [PARTS]]
+# PARTS: some of "limits perftest mr odp dmabuf clients" (default: all)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 make -s all >/dev/null
 rounds=${1:-5}
+parts=${2:-}
 # This machine's state beside the table, as the guest's is in it: qemu's
 # two busy vCPUs are a load of about 2 themselves; more than that, and
 # something else was running.
@@ -22,7 +24,7 @@ before=$(host_state)
 rm -f build/bench/table
 rc=0
 scripts/host/vm.sh --out build/bench --timeout 3000 -- \
-	scripts/guest/guest-bench.sh "$rounds" || rc=$?
+	scripts/guest/guest-bench.sh "$rounds" ${parts:+"$parts"} || rc=$?
 if [ -e build/bench/table ]; then
 	echo "host (runs the VM): $before before, $(host_state | sed 's/.*min) //') after" \
 		>> build/bench/table
