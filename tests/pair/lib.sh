@@ -106,6 +106,51 @@ step() {
 	echo "$out" >> /tmp/out/steps.log
 }
 
+# The rdma_cm steps whose client makes several connections (ucmatose and
+# udaddy -c 2) start their client only once the server listens. Retrying
+# the client is not enough there: when the first of its connections is
+# rejected (no listener yet) and the second accepted, the server is left
+# serving a client that has gone, and every later try is rejected (a
+# VLAN ucmatose step failed so, "RDMA_CM_EVENT_REJECTED, error: 8").
+# cm_serve PORT COMMAND...: run the rdma_cm server COMMAND; once rdma
+# resource lists its listener, answer TCP connections on PORT + 10000 (to
+# the peer's cm_client PORT) until COMMAND ends; COMMAND's status
+cm_listens() {
+	rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*pid $1 "
+}
+cm_serve() {
+	local port=$(($1 + 10000)) srv ready= rc
+	shift
+	"$@" &
+	srv=$!
+	if wait_for 30 cm_listens $srv; then
+		/usr/bin/python3 -c 'import socket, sys
+s = socket.create_server(("", int(sys.argv[1])))
+while True:
+    s.accept()[0].close()' $port &
+		ready=$!
+	else
+		echo "cm_serve: no listener of $1 after $(tmo 30) s:" \
+			"$(rdma resource show cm_id)"
+	fi
+	wait $srv
+	rc=$?
+	[ -z "$ready" ] || kill $ready
+	return $rc
+}
+# cm_client PORT COMMAND...: run COMMAND once the peer's cm_serve PORT
+# answers on TCP
+peer_answers() { (exec 3<>"/dev/tcp/$PEER4/$1") 2>/dev/null; }
+cm_client() {
+	local port=$(($1 + 10000))
+	shift
+	wait_for 120 peer_answers $port || {
+		echo "the server did not listen in $(tmo 120) s (no answer on" \
+			"TCP port $port)"; return 1; }
+	"$@"
+}
+export -f cm_listens cm_serve peer_answers cm_client wait_for tmo
+
 # counter NAME: the value of port counter NAME of $dev
 counter() {
 	rdma statistic show link "$dev/1" | tr ' ' '\n' |
