@@ -119,7 +119,7 @@ cm_listens() {
 	rdma resource show cm_id 2>/dev/null | grep -q "state LISTEN .*pid $1 "
 }
 cm_serve() {
-	local port=$(($1 + 10000)) srv ready= rc
+	local port=$(($1 + 10000)) srv ready='' rc
 	shift
 	"$@" &
 	srv=$!
