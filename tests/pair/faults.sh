@@ -31,12 +31,17 @@ fi
 kml=/sys/kernel/debug/kmemleak
 [ "$ROLE" = "$inj" ] && [ -w $kml ] && echo clear > $kml
 
-# The stream: 64 KiB RDMA WRITEs both ways for up to 60 s. On a slowed
+# The stream: 64 KiB RDMA WRITEs both ways for up to 20 s (tmo), the
+# fault a few seconds in. The injector's stream, whose device went (link
+# delete, rmmod), runs to its end: its WRITEs in flight never complete
+# (the context's rings are unmapped before its QPs are flushed) and
+# perftest only polls while its send queue is full; at 60 s that was 2
+# minutes of each sroce-sroce run. On a slowed
 # kernel (the debug kernel: 3.5 ms a packet, an engine run of 64 packets
 # takes 0.2 s) perftest's 67 ms transport timeout ran a clean stream out
 # of retries before any fault; there the QPs wait 1 s (-u 18), and the
 # link stays down longer than their 8 tries (8.6 s), which RC rides out.
-bw_args="-F -b -D 60 -s 65536" down_s=3
+bw_args="-F -b -D $(tmo 20) -s 65536" down_s=3
 [ "${SROCE_TIME_SCALE:-1}" -gt 1 ] && bw_args+=" -u 18" down_s=15
 
 # The injector's actions, on its ib_write_bw $pid.
