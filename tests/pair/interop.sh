@@ -88,13 +88,12 @@ for s in a b; do
 		"rping -s -a $my6 -p $port -C 5 -S 30000 -V" \
 		"rping -c -a $PEER6 -p $port -C 5 -S 30000 -V"
 	port=$((port + 1))
-	STEP_TRIES=1 step "ucmatose server $s client $c" $s \
-		"cm_serve $port ucmatose -p $port -c 2 -C 10" \
-		"cm_client $port ucmatose -s $PEER4 -p $port -c 2 -C 10"
+	cm_step "ucmatose server $s client $c" $s $port \
+		"ucmatose -p $port -c 2 -C 10" \
+		"ucmatose -s $PEER4 -p $port -c 2 -C 10"
 	port=$((port + 1))
-	STEP_TRIES=1 step "udaddy server $s client $c" $s \
-		"cm_serve $port udaddy -c 2 -C 10" \
-		"cm_client $port udaddy -s $PEER4 -c 2 -C 10"
+	cm_step "udaddy server $s client $c" $s $port \
+		"udaddy -c 2 -C 10" "udaddy -s $PEER4 -c 2 -C 10"
 	port=$((port + 1))
 	step "rdma_server/rdma_client server $s client $c" $s \
 		"rdma_server -p $port" "rdma_client -s $PEER4 -p $port"

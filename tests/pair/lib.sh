@@ -150,6 +150,12 @@ cm_client() {
 	"$@"
 }
 export -f cm_listens cm_serve peer_answers cm_client wait_for tmo
+# cm_step NAME SERVER_ROLE PORT SERVER_CMD CLIENT_CMD: a step of such an
+# rdma_cm server and its client, PORT their ready port; one try (the
+# client comes once the server listens)
+cm_step() {
+	STEP_TRIES=1 step "$1" "$2" "cm_serve $3 $4" "cm_client $3 $5"
+}
 
 # counter NAME: the value of port counter NAME of $dev
 counter() {

@@ -167,13 +167,13 @@ for s in a b; do
 		"rping -s -a $myv6 -p $port -C 5 -S 30000 -V" \
 		"rping -c -a $peerv6 -p $port -C 5 -S 30000 -V"
 	port=$((port + 1))
-	STEP_TRIES=1 step "VLAN: ucmatose server $s client $c" $s \
-		"cm_serve $port ucmatose -b $myv4 -p $port -c 2 -C 10" \
-		"cm_client $port ucmatose -b $myv4 -s $peerv4 -p $port -c 2 -C 10"
+	cm_step "VLAN: ucmatose server $s client $c" $s $port \
+		"ucmatose -b $myv4 -p $port -c 2 -C 10" \
+		"ucmatose -b $myv4 -s $peerv4 -p $port -c 2 -C 10"
 	port=$((port + 1))
-	STEP_TRIES=1 step "VLAN: udaddy server $s client $c" $s \
-		"cm_serve $port udaddy -b $myv4 -c 2 -C 10" \
-		"cm_client $port udaddy -b $myv4 -s $peerv4 -c 2 -C 10"
+	cm_step "VLAN: udaddy server $s client $c" $s $port \
+		"udaddy -b $myv4 -c 2 -C 10" \
+		"udaddy -b $myv4 -s $peerv4 -c 2 -C 10"
 	# The untagged GID beside the VLAN's, at the same time
 	port=$((port + 2))
 	a1="-d $dev -g $gidx -p $((port - 1)) -n 200 -s 4096 -c"
