@@ -19,7 +19,8 @@
 # SROCE_KVER, whose modules are in /lib/modules/SROCE_KVER (the debug kernel
 # of make check-debug). SROCE_TIME_SCALE (default 1) stretches the time
 # limits of tests in the guest for a slow kernel. SROCE_APPEND adds to the
-# kernel command line.
+# kernel command line. SROCE_SMP (default 2) is the guest's CPU count, for
+# a measurement on one CPU.
 #
 # COMMAND runs in the guest from the repository root (as bash -c). The exit
 # status is COMMAND's, or 1 when the VM hung, crashed, or its kernel log
@@ -88,7 +89,7 @@ tail -n +1 -f "$out/console.log" &
 tailpid=$!
 set +e
 timeout --kill-after=10 "$((timeout * scale))" qemu-system-x86_64 \
-	-machine q35,accel=tcg -cpu max -smp 2 -m "$mem" \
+	-machine q35,accel=tcg -cpu max -smp "${SROCE_SMP:-2}" -m "$mem" \
 	-display none -monitor none -no-reboot \
 	-serial "file:$out/console.log" \
 	-kernel "$image" -initrd "$initrd" -append "$append" \
