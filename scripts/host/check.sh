@@ -193,7 +193,7 @@ builds_for() { # KVER NO_ODP [MAKE_ARG...]
 
 # --- 2. Pair suites ----------------------------------------------------
 
-# Two VMs joined by a socket link on 127.0.0.1 (scripts/host/vm-pair.sh),
+# Two VMs joined by a Unix stream socket (scripts/host/vm-pair.sh),
 # VM a with sroce, VM b with KIND_B: tests/pair/SCRIPT.sh run in both. A
 # step passes when it passed on every VM that ran it; each VM's kernel log
 # verdict counts too.
