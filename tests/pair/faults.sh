@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 # Who injects: the only sroce VM, or b when both run sroce.
 if [ "$KIND" = sroce ] && [ "${PEER_KIND:-sroce}" = sroce ]; then

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 wire=$repo/tests/bin/sroce-wire
 
 names="drop_icrc_err drop_malformed drop_no_qp drop_qp_state out_of_sequence

@@ -14,7 +14,7 @@ echo "$ROLE: $dev gid index $gidx"
 my6=$(ip -6 -o addr show dev eth0 scope global | awk '{print $4}' | cut -d/ -f1 |
 	head -n 1)
 # Both sides up before the first step (the client's retries cover the rest).
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 wire=$repo/tests/bin/sroce-wire
 port=18600
 

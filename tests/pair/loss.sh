@@ -11,7 +11,7 @@ wire=$repo/tests/bin/sroce-wire
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 
 wire_step() { # NAME PORT [SERVERS] [WIRE ARGS...] (ITERS in $N)

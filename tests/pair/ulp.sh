@@ -13,7 +13,7 @@
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 nqn=nqn.2026-11.org.sroce:pair
 img=/tmp/pair-ns.img

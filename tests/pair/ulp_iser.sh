@@ -37,7 +37,7 @@
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 iser_iqn=iqn.2026-11.org.sroce:pair-iser
 iser_ini=iqn.2026-11.org.sroce:pair-initiator

@@ -29,7 +29,7 @@
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 nfs_port=20049
 nfs_exp=/tmp/pair-nfs-export	# the server's tmpfs, the NFSv4 root

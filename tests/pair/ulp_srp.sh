@@ -35,7 +35,7 @@
 mkdir -p /tmp/out
 rdma_up || { echo "FAIL $KIND up"; exit 1; }
 echo "$ROLE: $dev gid index $gidx"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
 
 srp_guid=0x5e5e5e5e00000035	# ib_srpt's service GUID: id_ext, ioc_guid
 srp_port=5555			# ib_srpt's rdma_cm port

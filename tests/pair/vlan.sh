@@ -62,8 +62,8 @@ vgidx=$(roce_v2_gid_index "$dev" "$myv4") &&
 echo "$ROLE: $dev gid index $gidx ($MY4), $vgidx ($myv4), $vgidx6 ($myv6):" \
 	"ndevs $(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$vgidx")," \
 	"$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$vgidx6")"
-busybox ping -c 2 -W 10 "$PEER4" >/dev/null
-busybox ping -c 2 -W 10 "$peerv4" >/dev/null
+busybox ping -c 1 -W 10 "$PEER4" >/dev/null
+busybox ping -c 1 -W 10 "$peerv4" >/dev/null
 [ "$KIND" = sroce ] && bad_dest0=$(counter drop_bad_dest)
 wire=$repo/tests/bin/sroce-wire
 port=18700
@@ -196,7 +196,7 @@ ip link add link eth0 name eth0.400 type vlan id 400 &&
 	ip link set eth0.400 up || echo "FAIL eth0.400"
 sgidx=$(roce_v2_gid_index "$dev" "10.62.0.$n") ||
 	echo "FAIL $dev has no RoCEv2 GID for 10.62.0.$n"
-busybox ping -c 2 -W 10 "10.62.0.$p" >/dev/null
+busybox ping -c 1 -W 10 "10.62.0.$p" >/dev/null
 both_sroce=
 [ "$KIND" = sroce ] && [ "${PEER_KIND:-sroce}" = sroce ] && both_sroce=1
 for s in a b; do
