@@ -25,10 +25,19 @@ log_mark() {
 	if [ -n "$kmsg" ]; then stat -c %s "$kmsg"; else dmesg | wc -l; fi
 }
 kernel_reports() {
-	sleep 0.3	# the last lines on their way to $kmsg
 	if [ -n "$kmsg" ]; then
+		# A line of our own through the kernel log: once $kmsg has
+		# it, it has every line written before it (5 s at most).
+		local marker="sroce-check: reports up to here, $$.$RANDOM" i
+		echo "$marker" > /dev/kmsg
+		for ((i = 0; i < 250; i++)); do
+			tail -c +$(($1 + 1)) "$kmsg" | grep -qF "$marker" &&
+				break
+			sleep 0.02
+		done
 		tail -c +$(($1 + 1)) "$kmsg"
 	else
+		sleep 0.3	# the last lines on their way to dmesg
 		dmesg | tail -n +$(($1 + 1))
 	fi | grep -E -A20 "$report_re" | head -60
 }
