@@ -173,6 +173,31 @@ check() {
 	fi
 }
 
+# decode NAME DECODER PCAP ARG...: the check NAME, that tests/pair/DECODER
+# passes on the capture PCAP with ARGs; its output goes under the check's
+# line. Under make check (SROCE_DECODE_ON_HOST set) the host runs it
+# instead, after the pair, on the copy of PCAP in /tmp/out
+# (scripts/host/check.sh's pair_suite): Python runs 16 to 20 times slower
+# here under TCG, about 17 s a capture, and the peer waits for this VM all
+# that time. The host finds NAME, DECODER and the ARGs, one a line, in
+# /tmp/out/PCAP.decode.
+decode() {
+	local name=$1 py=$2 pcap=$3 out rc
+	shift 3
+	if [ -n "${SROCE_DECODE_ON_HOST:-}" ]; then
+		printf '%s\n' "$name" "$py" "$@" > "/tmp/out/${pcap##*/}.decode"
+		echo "$name: decoded by the host after the pair"
+		return
+	fi
+	# Stretched like every step: on the debug kernel it takes minutes.
+	out=$(timeout "$(tmo 120)" /usr/bin/python3 "$repo/tests/pair/$py" \
+		"$pcap" "$@" 2>&1)
+	rc=$?
+	[ $rc = 124 ] && out="the decoder did not finish in $(tmo 120) s"
+	check "$name" [ $rc = 0 ]
+	echo "$out" | sed 's/^/    /'
+}
+
 # counters: the transport's nonzero error counters, on one line
 counters() {
 	rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' |
