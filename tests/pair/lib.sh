@@ -209,10 +209,37 @@ counters() {
 # VM, a client function on the other, each run by step in its own bash
 # (they export what they use).
 
-# pattern SEED BYTES: the same bytes on both VMs
+# pattern SEED BYTES: the same bytes on both VMs (tests/pair/pattern.py);
+# pattern_sum SEED BYTES: their sha256sum line. make check makes patterns 1
+# and 2 of 32 MiB and their sums once, on the host, before the pairs
+# (scripts/host/check.sh: build/pair-pattern/SEED.bin, SEED.sha256): here
+# under TCG a pattern took 4 to 5 s of Python and a hash about 2, three
+# and two of them in an NVMe-oF host's step. A file is taken when it has
+# BYTES bytes and is newer than the generator; the bytes are made here
+# otherwise. What comes back over RDMA is hashed here all the same.
+pattern_gen=$repo/tests/pair/pattern.py pattern_dir=$repo/build/pair-pattern
+export pattern_gen pattern_dir
+pattern_file() { # SEED BYTES: the host's file of pattern SEED, if it fits
+	local f=$pattern_dir/$1.bin
+	[ -f "$f" ] && [ "$f" -nt "$pattern_gen" ] &&
+		[ "$(stat -c %s "$f")" = "$2" ] && echo "$f"
+}
 pattern() {
-	/usr/bin/python3 -c 'import random, sys
-sys.stdout.buffer.write(random.Random(int(sys.argv[1])).randbytes(int(sys.argv[2])))' "$1" "$2"
+	local f
+	if f=$(pattern_file "$1" "$2"); then
+		cat "$f"
+	else
+		/usr/bin/python3 "$pattern_gen" "$1" "$2"
+	fi
+}
+pattern_sum() {
+	local f
+	if f=$(pattern_file "$1" "$2") && [ -f "${f%.bin}.sha256" ] &&
+		! [ "$f" -nt "${f%.bin}.sha256" ]; then
+		cat "${f%.bin}.sha256"
+	else
+		pattern "$1" "$2" | sha256sum
+	fi
 }
 
 # kernel_qps: this VM's kernel QPs on $dev (ib_mad's, the ULPs')
@@ -310,7 +337,7 @@ objects_listed() {
 # what ulp_disk_io wrote there (pattern 2); says so when it does not
 lun_written() {
 	local half=$((32 * 1024 * 1024))
-	[ "$(tail -c $half "$1" | sha256sum)" = "$(pattern 2 $half | sha256sum)" ] &&
+	[ "$(tail -c $half "$1" | sha256sum)" = "$(pattern_sum 2 $half)" ] &&
 		return 0
 	echo "the second half of $1 is not what the initiator wrote"
 	return 1
@@ -326,14 +353,14 @@ ulp_disk_io() {
 	[ "$size" = $((2 * half)) ] ||
 		{ echo "size of $1: expected $((2 * half)), got $size"; return 1; }
 	[ "$(dd if="$1" bs=1M count=32 iflag=direct status=none |
-		sha256sum)" = "$(pattern 1 $half | sha256sum)" ] || {
+		sha256sum)" = "$(pattern_sum 1 $half)" ] || {
 		explain "the first 32 MiB of $1 are not the target's pattern"
 		return 1; }
 	pattern 2 $half | dd of="$1" bs=1M seek=32 oflag=direct \
 		iflag=fullblock status=none ||
 		{ explain "write the second 32 MiB of $1"; return 1; }
 	[ "$(dd if="$1" bs=1M skip=32 count=32 iflag=direct status=none |
-		sha256sum)" = "$(pattern 2 $half | sha256sum)" ] || {
+		sha256sum)" = "$(pattern_sum 2 $half)" ] || {
 		explain "the second 32 MiB read back from $1 are not what" \
 			"was written"; return 1; }
 }
@@ -344,5 +371,6 @@ export_ulp_helpers() {
 	export -f pattern kernel_qps qps_above qps_at peer_session explain \
 		ulp_counts counts_are back_to wait_for tmo kernel_objects \
 		res_lines kernel_counts kernel_listing ulp_objects unload_module \
-		ulp_disk_io objects_listed lun_written tries
+		ulp_disk_io objects_listed lun_written tries pattern_file \
+		pattern_sum
 }

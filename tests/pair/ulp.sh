@@ -47,7 +47,7 @@ nvmet_serve() {
 		peer_session "$base" || rc=1
 	fi
 	if [ $rc = 0 ]; then
-		sum=$(pattern 2 $half | sha256sum)
+		sum=$(pattern_sum 2 $half)
 		[ "$(tail -c $half $img | sha256sum)" = "$sum" ] ||
 			{ echo "the namespace file does not hold what the host wrote"; rc=1; }
 	fi
@@ -85,13 +85,13 @@ nvme_host() {
 	if [ ! -b "$ns" ]; then
 		echo "no namespace block device after connect"; rc=1
 	elif [ "$(dd if="$ns" bs=1M count=32 iflag=direct status=none |
-		sha256sum)" != "$(pattern 1 $half | sha256sum)" ]; then
+		sha256sum)" != "$(pattern_sum 1 $half)" ]; then
 		echo "the first 32 MiB read from $ns differ from the target's pattern"; rc=1
 	elif ! pattern 2 $half | dd of="$ns" bs=1M seek=32 oflag=direct \
 		iflag=fullblock status=none; then
 		echo "write to $ns failed"; rc=1
 	elif [ "$(dd if="$ns" bs=1M skip=32 count=32 iflag=direct status=none |
-		sha256sum)" != "$(pattern 2 $half | sha256sum)" ]; then
+		sha256sum)" != "$(pattern_sum 2 $half)" ]; then
 		echo "the second 32 MiB read back from $ns differ from what was written"; rc=1
 	fi
 	nvme disconnect -n $nqn >/dev/null || { echo "nvme disconnect"; rc=1; }

@@ -138,7 +138,7 @@ nfs_serve() {
 	# The client's connection is a kernel QP of svcrdma here.
 	nfsd_start && peer_session "$qps" || rc=1
 	if [ $rc = 0 ] && [ "$(sha256sum < $nfs_exp/from-client)" != \
-		"$(pattern 2 $half | sha256sum)" ]; then
+		"$(pattern_sum 2 $half)" ]; then
 		echo "$nfs_exp/from-client ($(stat -c %s $nfs_exp/from-client)" \
 			"bytes) is not what the client wrote"
 		rc=1
@@ -157,14 +157,14 @@ nfs_io() {
 		"expected rdma, got '$xprt' ($(grep " $nfs_mnt " /proc/mounts))"
 		return 1; }
 	[ "$(dd if=$nfs_mnt/from-server bs=1M iflag=direct status=none |
-		sha256sum)" = "$(pattern 1 $half | sha256sum)" ] || {
+		sha256sum)" = "$(pattern_sum 1 $half)" ] || {
 		explain "$nfs_mnt/from-server read with O_DIRECT is not" \
 			"the server's pattern"; return 1; }
 	pattern 2 $half | dd of=$nfs_mnt/from-client bs=1M oflag=direct \
 		iflag=fullblock status=none ||
 		{ explain "write $nfs_mnt/from-client with O_DIRECT"; return 1; }
 	[ "$(dd if=$nfs_mnt/from-client bs=1M iflag=direct status=none |
-		sha256sum)" = "$(pattern 2 $half | sha256sum)" ] || {
+		sha256sum)" = "$(pattern_sum 2 $half)" ] || {
 		explain "$nfs_mnt/from-client read back with O_DIRECT is not" \
 			"what was written"; return 1; }
 }
