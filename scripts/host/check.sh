@@ -267,16 +267,22 @@ pair_suite() { # NAME KIND_B SCRIPT...
 # pair_inputs: what the pairs' guests would otherwise compute in Python,
 # 16 to 20 times slower under TCG and within a step's time, made here once
 # by the same code and the same Python: the NVMe-oF patterns 1 and 2 of
-# 32 MiB and their sha256sum lines (tests/pair/lib.sh's pattern). A guest
-# that finds no file, or one that does not fit, makes its own.
+# 32 MiB and their sha256sum lines (tests/pair/lib.sh's pattern), and the
+# plan of the fuzzer's default run, after the arguments it is for
+# (tests/pair/hostile.sh's fuzz_plan). A guest that finds no file, or one
+# that does not fit, makes its own.
 pair_inputs() {
-	local d=$repo/build/pair-pattern s
+	local d=$repo/build/pair-pattern s args="--seed 4791 --scale 1"
+	local plan=$repo/build/pair-fuzz-plan
 	mkdir -p "$d"
 	for s in 1 2; do
 		/usr/bin/python3 tests/pair/pattern.py $s $((32 * 1024 * 1024)) \
 			> "$d/$s.bin" && sha256sum < "$d/$s.bin" > "$d/$s.sha256" ||
 			rm -f "$d/$s.bin" "$d/$s.sha256"
 	done
+	# shellcheck disable=SC2086 # $args: the fuzzer's arguments
+	{ echo "$args"; /usr/bin/python3 tests/pair/fuzz.py --plan $args; } \
+		> "$plan" || rm -f "$plan"
 }
 
 # pcap_decode OUT PCAP: the step that VM a of the pair in OUT left to this
