@@ -39,29 +39,46 @@ struct sroce_sge;
 struct sroce_map;
 
 /**
- * struct sroce_ahead - faulting in ahead of a stream of messages
- * @work: the job faulting in the pages the next message of a stream will
- *        reach, on the ODP workqueue (sroce_odp.c)
- * @map: the job's map, set while it is queued: kept (sroce_map_keep()),
- *       not held, so that no retirement waits for a job still queued
+ * struct sroce_ahead_job - one job faulting in ahead of a stream
+ * @work: the job, on the ODP workqueue (sroce_odp.c)
+ * @map: the job's map, set from its queueing until its run is done with
+ *       the job's fields (NULL: the slot is free): kept
+ *       (sroce_map_keep()), not held, so that no retirement waits for a
+ *       job still queued
  * @ibdev: the device of the QP whose responder this is
  * @va: the job's first byte
  * @len: its bytes
  * @write: it faults for writing
- * @map_id: the map the last message went through (sroce_map_id())
- * @msg_end: where the last message ended
- *
- * One per direction of a responder (the WRITEs it takes, the READs it
- * answers), under the QP's lock but for the job's fields, which the data
- * path writes only while no job is queued or running.
  */
-struct sroce_ahead {
+struct sroce_ahead_job {
 	struct work_struct work;
 	struct sroce_map *map;
 	struct ib_device *ibdev;
 	u64 va;
 	u64 len;
 	bool write;
+};
+
+/*
+ * Jobs a direction of a responder may have: one still running when the
+ * next message comes is not waited for, and the next goes to another.
+ */
+#define SROCE_AHEAD_JOBS	2
+
+/**
+ * struct sroce_ahead - faulting in ahead of a stream of messages
+ * @job: the jobs faulting in the pages the next message of a stream will
+ *       reach
+ * @map_id: the map the last message went through (sroce_map_id())
+ * @msg_end: where the last message ended
+ *
+ * One per direction of a responder (the WRITEs it takes, the READs it
+ * answers), under the QP's lock but for a job's fields, which the data
+ * path writes only while that job's @map is NULL (not queued, and a run
+ * of it done with them).
+ */
+struct sroce_ahead {
+	struct sroce_ahead_job job[SROCE_AHEAD_JOBS];
 	u64 map_id;
 	u64 msg_end;
 };

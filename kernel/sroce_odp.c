@@ -686,9 +686,29 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 }
 
 /*
- * Fault-ahead jobs run here, beside the engine and on any CPU. The engine
- * waits for them (a stream's next message flushes its job), so they must
- * progress as it does.
+ * Fault-ahead jobs run here, beside the engine and on any CPU, and so do
+ * the releases of pins whose last reference went where nothing may wait
+ * (sroce_pin_put_async()).
+ *
+ * Neither ODP queue is WQ_MEM_RECLAIM. A job faults in a user's memory,
+ * and may wait in that fault for as long as the memory's owner likes (a
+ * page of its FUSE file waits for the file's server): no rescuer could
+ * promise it progress under memory pressure, and nothing that reclaims
+ * memory waits for it. ODP MRs are user memory, reached by user QPs (and
+ * by RDS's, for its socket users' buffers): the kernel ULPs that write
+ * pages out (NVMe-oF, NFS over RDMA, SRP, iSER) use kernel MRs only, and
+ * the engine, which serves them from a WQ_MEM_RECLAIM queue, never waits
+ * for a job (a stream's next message cancels its job if it has not
+ * started and leaves it to finish if it has; sroce_map_fault_ahead()).
+ * The MMU notifier takes only the umem_mutex, which no job holds across a
+ * fault. And a rescuer hurt: on kernels before e5a30c303b07 (6.1 among
+ * them) the rescuer, sent when making a worker took over 10 ms, moved
+ * every item of the queue waiting for a worker onto its own list and ran
+ * them one by one, so the first job stalled in a user's fault held every
+ * other user's queued jobs with it, however many workers the pool made
+ * meanwhile. Without one, an item waits for a worker only while the pool
+ * makes them (one at a time, never stopping while items wait; once a
+ * second while memory is short), never behind a stalled job.
  */
 static struct workqueue_struct *sroce_odp_wq;
 
@@ -710,9 +730,11 @@ static struct workqueue_struct *sroce_odp_wq;
  * that would queue one is refused as past its user's bound (RNR NAKed,
  * odp_later_refused), and a job admitted finds a worker, never waiting
  * inactive behind stalled ones (on one NUMA node; from 6.9 the limit is
- * shared out between nodes). Many users' stalled jobs can still hold the
- * others' off this way: max_active / SROCE_ODP_USER_LATER of them, 32
- * (user, device) pairs (on 6.1 from 128 CPUs on, 4 x CPUs / 16).
+ * shared out between nodes), nor in a rescuer's list behind one (the
+ * queue has no rescuer: see sroce_odp_wq). Many users' stalled jobs can
+ * still hold the others' off this way: max_active / SROCE_ODP_USER_LATER
+ * of them, 32 (user, device) pairs (on 6.1 from 128 CPUs on, 4 x CPUs /
+ * 16).
  */
 static struct workqueue_struct *sroce_odp_later_wq;
 
@@ -729,12 +751,11 @@ static atomic_t sroce_odp_later_jobs = ATOMIC_INIT(0);
  */
 int sroce_odp_init(void)
 {
-	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND | WQ_MEM_RECLAIM,
-				       0);
+	/* Not WQ_MEM_RECLAIM: see sroce_odp_wq. */
+	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND, 0);
 	if (!sroce_odp_wq)
 		return -ENOMEM;
-	sroce_odp_later_wq = alloc_workqueue("sroce_odp_later",
-					     WQ_UNBOUND | WQ_MEM_RECLAIM,
+	sroce_odp_later_wq = alloc_workqueue("sroce_odp_later", WQ_UNBOUND,
 					     WQ_UNBOUND_MAX_ACTIVE);
 	if (!sroce_odp_later_wq) {
 		destroy_workqueue(sroce_odp_wq);
@@ -745,7 +766,7 @@ int sroce_odp_init(void)
 
 /*
  * At module unload (or a failed load): every device is unregistered, which
- * waited for every job (a QP's fault-ahead job, for its QP's destroy; a
+ * waited for every job (a QP's fault-ahead jobs, for its QP's destroy; a
  * range's later job, which holds its device).
  */
 void sroce_odp_exit(void)
@@ -777,21 +798,28 @@ static void sroce_ahead_fault(struct sroce_map *map, u64 va, u64 len,
 
 /*
  * Fault a job's range in, beside the engine, unless its map was retired
- * while the job waited in the queue; then let go of the map.
+ * while the job waited in the queue; then free the job's slot and let go
+ * of the map.
  */
 static void sroce_ahead_work(struct work_struct *work)
 {
-	struct sroce_ahead *ahead = container_of(work, struct sroce_ahead,
-						 work);
-	struct sroce_map *map = ahead->map;
+	struct sroce_ahead_job *job = container_of(work,
+						   struct sroce_ahead_job,
+						   work);
+	struct sroce_map *map = job->map;
 
 	if (sroce_map_use_kept(map)) {
-		sroce_ahead_fault(map, ahead->va, ahead->len, ahead->write);
+		sroce_ahead_fault(map, job->va, job->len, job->write);
 		sroce_map_put(map);
 	} else {
-		sroce_count(to_sdev(ahead->ibdev), SROCE_CNT_ODP_JOBS_RETIRED);
+		sroce_count(to_sdev(job->ibdev), SROCE_CNT_ODP_JOBS_RETIRED);
 	}
-	ahead->map = NULL;
+	/*
+	 * The last touch of the job's fields: from here the data path may
+	 * fill them and queue the job again (sroce_map_fault_ahead()), and
+	 * the workqueue runs that after this returns.
+	 */
+	smp_store_release(&job->map, NULL);
 	sroce_map_unkeep(map);
 }
 
@@ -1169,8 +1197,12 @@ void sroce_pin_put_async(struct sroce_pin *pin)
  */
 void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev)
 {
-	INIT_WORK(&ahead->work, sroce_ahead_work);
-	ahead->ibdev = ibdev;
+	int i;
+
+	for (i = 0; i < SROCE_AHEAD_JOBS; i++) {
+		INIT_WORK(&ahead->job[i].work, sroce_ahead_work);
+		ahead->job[i].ibdev = ibdev;
+	}
 }
 
 /**
@@ -1189,14 +1221,24 @@ void sroce_ahead_reset(struct sroce_ahead *ahead)
  * sroce_ahead_stop - cancel a responder's faulting ahead, for good
  * @ahead: it; the QP's engine does not run any more
  *
- * Waits for a job running; lets go of the map of a job that did not run
- * (taken off the queue without a worker, however full the queue is).
+ * For the QP's destroy, which frees the jobs: waits for those running
+ * (the QP's own memory's faults); lets go of the map of a job that did
+ * not run (taken off the queue without a worker, however full the queue
+ * is). A job that ran cleared its map itself. Process context: a user's
+ * system call, its uverbs file's release, a device's unregistration, or
+ * for a kernel QP its ULP's; never the engine.
  */
 void sroce_ahead_stop(struct sroce_ahead *ahead)
 {
-	if (cancel_work_sync(&ahead->work)) {
-		sroce_map_unkeep(ahead->map);
-		ahead->map = NULL;
+	int i;
+
+	for (i = 0; i < SROCE_AHEAD_JOBS; i++) {
+		struct sroce_ahead_job *job = &ahead->job[i];
+
+		if (cancel_work_sync(&job->work)) {
+			sroce_map_unkeep(job->map);
+			job->map = NULL;
+		}
 	}
 	sroce_ahead_reset(ahead);
 }
@@ -1233,23 +1275,42 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * ODP, where the consumer named no memory, the job goes only as far as
  * the range is private anonymous memory (sroce_odp_private_len()).
  * Anything else needs nothing. Only a hint: what cannot be had is faulted
- * (or refused) by the copies as usual. May sleep: a job of the last
- * message that has not started is cancelled, one under way is waited for
- * (it may be faulting this message's pages).
+ * (or refused) by the copies as usual.
+ *
+ * A job of the last message that has not started is cancelled (this
+ * message's first 2 MiB are faulted in here, the rest by its copies). One
+ * under way is never waited for: the engine runs on a WQ_MEM_RECLAIM
+ * queue and must not wait for a job, which may wait in its fault for as
+ * long as the memory's owner likes (sroce_odp_wq). It runs on, beside
+ * this message's faults of the same pages (a page both make present
+ * counts as a fault and as prefetched), and the new job takes another
+ * slot of @ahead; with every slot's job still running, this message
+ * queues none. May sleep (the faults).
  */
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 			   u64 va, u64 len, bool write)
 {
 	u64 end = va + len, map_end = map->iova + map->length;
+	struct sroce_ahead_job *job = NULL;
 	bool stream;
+	int i;
 
 	if (map->type != SROCE_MAP_USER || !map->pin->odp || !len)
 		return;
-	if (cancel_work(&ahead->work)) {
-		sroce_map_unkeep(ahead->map);
-		ahead->map = NULL;
-	} else {
-		flush_work(&ahead->work);
+	for (i = 0; i < SROCE_AHEAD_JOBS; i++) {
+		struct sroce_ahead_job *j = &ahead->job[i];
+
+		/* Not started: it will not run, its map is ours to drop. */
+		if (cancel_work(&j->work)) {
+			sroce_map_unkeep(j->map);
+			j->map = NULL;
+		}
+		/*
+		 * Free once no run of it needs its fields: pairs with the
+		 * release in sroce_ahead_work().
+		 */
+		if (!job && !smp_load_acquire(&j->map))
+			job = j;
 	}
 	stream = ahead->map_id == sroce_map_id(map) && ahead->msg_end == va;
 	ahead->map_id = sroce_map_id(map);
@@ -1257,13 +1318,19 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	sroce_odp_fault_ahead(map, va, len, write, false);
 	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
 		return;
+	if (!job) {
+		sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
+			      "key %#x: no fault-ahead of %#llx, the last jobs still run\n",
+			      map->key, end);
+		return;
+	}
 	sroce_map_keep(map);
-	ahead->map = map;
-	ahead->va = end;
-	ahead->len = min3(len, map_end - end, (u64)SROCE_AHEAD_MAX);
-	ahead->write = write;
+	job->map = map;
+	job->va = end;
+	job->len = min3(len, map_end - end, (u64)SROCE_AHEAD_MAX);
+	job->write = write;
 	atomic64_inc(&map->pin->ahead_queued);
-	queue_work(sroce_odp_wq, &ahead->work);
+	queue_work(sroce_odp_wq, &job->work);
 }
 
 /* Does @key name a memory window (rather than an MR or nothing)? */

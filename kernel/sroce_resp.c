@@ -219,7 +219,7 @@ static void sroce_resp_sges_later(struct sroce_qp *qp,
 /*
  * Fault in ahead of a message (ODP), where the responder may wait for
  * faults: the first 2 MiB now, the next message's beside, in a job of the
- * QP's that the QP waits for (sroce_map_fault_ahead()).
+ * QP's that only the QP's destroy waits for (sroce_map_fault_ahead()).
  */
 static void sroce_resp_fault_ahead(struct sroce_qp *qp,
 				   struct sroce_ahead *ahead,
