@@ -58,6 +58,11 @@ enum sroce_counter {
 	SROCE_CNT_ODP_INVALIDATED,
 	SROCE_CNT_ODP_PREFETCHED,
 	/*
+	 * Fault-ahead: a stream's messages that queued no job for the next,
+	 * both of their direction's jobs still running (sroce_odp.c)
+	 */
+	SROCE_CNT_ODP_AHEAD_BUSY,
+	/*
 	 * ODP memory an access could not wait for (an XRC receive QP's):
 	 * RNR NAKs sent for it (also in rnr_nak_sent), jobs queued to fault
 	 * it in beside, accesses that queued none as the memory's user had

@@ -1285,7 +1285,7 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * this message's faults of the same pages (a page both make present
  * counts as a fault and as prefetched), and the new job takes another
  * slot of @ahead; with every slot's job still running, this message
- * queues none. May sleep (the faults).
+ * queues none (odp_ahead_busy). May sleep (the faults).
  */
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 			   u64 va, u64 len, bool write)
@@ -1319,9 +1319,7 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	if (!stream || len < SROCE_AHEAD_MIN || map->window || end >= map_end)
 		return;
 	if (!job) {
-		sroce_dbg_dev(to_sdev(map->pin->umem->ibdev),
-			      "key %#x: no fault-ahead of %#llx, the last jobs still run\n",
-			      map->key, end);
+		sroce_count(to_sdev(map->pin->ibdev), SROCE_CNT_ODP_AHEAD_BUSY);
 		return;
 	}
 	sroce_map_keep(map);
