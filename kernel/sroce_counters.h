@@ -63,6 +63,11 @@ enum sroce_counter {
 	 */
 	SROCE_CNT_ODP_AHEAD_BUSY,
 	/*
+	 * ... and those that queued none as their QP's user had its bound of
+	 * fault-ahead jobs queued or running, or all users theirs
+	 */
+	SROCE_CNT_ODP_AHEAD_REFUSED,
+	/*
 	 * ODP memory an access could not wait for (an XRC receive QP's):
 	 * RNR NAKs sent for it (also in rnr_nak_sent), jobs queued to fault
 	 * it in beside, accesses that queued none as the memory's user had

@@ -24,9 +24,10 @@
  * bytes as "kmem" in "rdma resource show ... -dd".
  *
  * The same record counts the jobs a user's memory has queued or running
- * on a workqueue the users share (an ODP range's faults that an access
- * could not wait for, sroce_odp.c), so that one user's stalled jobs cannot
- * take every worker: sroce_kmem_job_start(), sroce_kmem_job_end().
+ * on a workqueue the users share, by kind (an ODP range's faults that an
+ * access could not wait for; the faults ahead of its QPs' streams,
+ * sroce_odp.c), so that one user's stalled jobs cannot take every worker:
+ * sroce_kmem_job_start(), sroce_kmem_job_end().
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -53,14 +54,15 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  *       their context: an ODP pin, an XRC target QP)
  * @uid: the user (sroce_kmem_uid())
  * @bytes: charged to the user now
- * @jobs: jobs of the user's memory queued or running (sroce_kmem_job_start())
+ * @jobs: jobs of the user's memory queued or running, by kind
+ *        (sroce_kmem_job_start())
  * @sdev: the device, whose table of users holds this one
  */
 struct sroce_kmem_user {
 	struct kref ref;
 	kuid_t uid;
 	atomic64_t bytes;
-	atomic_t jobs;
+	atomic_t jobs[SROCE_JOB_KINDS];
 	struct sroce_dev *sdev;
 };
 
@@ -121,7 +123,7 @@ struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
 	kuid_t uid = sroce_kmem_uid();
 	unsigned long key = from_kuid(&init_user_ns, uid);
 	struct sroce_kmem_user *ku, *new;
-	int err;
+	int err, i;
 
 	new = kzalloc(sizeof(*new), GFP_KERNEL_ACCOUNT);
 	if (!new)
@@ -129,7 +131,8 @@ struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
 	kref_init(&new->ref);
 	new->uid = uid;
 	atomic64_set(&new->bytes, 0);
-	atomic_set(&new->jobs, 0);
+	for (i = 0; i < SROCE_JOB_KINDS; i++)
+		atomic_set(&new->jobs[i], 0);
 	new->sdev = sdev;
 
 	mutex_lock(&sdev->kmem_lock);
@@ -161,8 +164,11 @@ static void sroce_kmem_user_release(struct kref *ref)
 	struct sroce_kmem_user *ku = container_of(ref, struct sroce_kmem_user,
 						  ref);
 
+	int i;
+
 	WARN_ON(atomic64_read(&ku->bytes));
-	WARN_ON(atomic_read(&ku->jobs));
+	for (i = 0; i < SROCE_JOB_KINDS; i++)
+		WARN_ON(atomic_read(&ku->jobs[i]));
 	xa_erase(&ku->sdev->kmem_users, from_kuid(&init_user_ns, ku->uid));
 	kfree(ku);
 }
@@ -264,20 +270,22 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
  * @ku: the user whose memory the job works on (the caller holds a
  *      reference to an object charged to it), or NULL for a kernel
  *      consumer's, never bounded
- * @max: how many the user may have queued or running
+ * @kind: the job's kind, counted apart from the others
+ * @max: how many of that kind the user may have queued or running
  *
  * Any context.
  * Return: true if counted (sroce_kmem_job_end() when the job is done),
  * false if the user has @max already.
  */
-bool sroce_kmem_job_start(struct sroce_kmem_user *ku, unsigned int max)
+bool sroce_kmem_job_start(struct sroce_kmem_user *ku,
+			  enum sroce_kmem_job kind, unsigned int max)
 {
-	return !ku || atomic_add_unless(&ku->jobs, 1, max);
+	return !ku || atomic_add_unless(&ku->jobs[kind], 1, max);
 }
 
 /* A job sroce_kmem_job_start() counted is done. Any context. */
-void sroce_kmem_job_end(struct sroce_kmem_user *ku)
+void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind)
 {
 	if (ku)
-		atomic_dec(&ku->jobs);
+		atomic_dec(&ku->jobs[kind]);
 }

@@ -36,8 +36,16 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 void sroce_kmem_start(struct sroce_kmem *k, struct sroce_kmem_user *ku);
 void sroce_kmem_end(struct sroce_dev *sdev, struct sroce_kmem *k);
 
-bool sroce_kmem_job_start(struct sroce_kmem_user *ku, unsigned int max);
-void sroce_kmem_job_end(struct sroce_kmem_user *ku);
+/* The jobs a user's count bounds, each kind on its own (sroce_odp.c). */
+enum sroce_kmem_job {
+	SROCE_JOB_LATER,	/* faulting in what an access could not wait for */
+	SROCE_JOB_AHEAD,	/* faulting in ahead of a stream of messages */
+	SROCE_JOB_KINDS,
+};
+
+bool sroce_kmem_job_start(struct sroce_kmem_user *ku,
+			  enum sroce_kmem_job kind, unsigned int max);
+void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */
 static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,

@@ -33,6 +33,7 @@ struct ib_device;
 struct ib_mr;
 struct ib_pd;
 struct sroce_dev;
+struct sroce_kmem_user;
 struct sroce_sge;
 
 /* A key's translation, as a lookup found it (sroce_mem.h). */
@@ -46,6 +47,9 @@ struct sroce_map;
  *       (sroce_map_keep()), not held, so that no retirement waits for a
  *       job still queued
  * @ibdev: the device of the QP whose responder this is
+ * @ku: the QP's user (a reference the QP holds until its destroy), whose
+ *      count of fault-ahead jobs the job holds while its @map is set
+ *      (sroce_kmem_job_start()), or NULL for a kernel consumer's QP
  * @va: the job's first byte
  * @len: its bytes
  * @write: it faults for writing
@@ -54,6 +58,7 @@ struct sroce_ahead_job {
 	struct work_struct work;
 	struct sroce_map *map;
 	struct ib_device *ibdev;
+	struct sroce_kmem_user *ku;
 	u64 va;
 	u64 len;
 	bool write;
@@ -136,7 +141,8 @@ void sroce_sges_fault_later(struct sroce_dev *sdev, struct ib_pd *pd,
 #if SROCE_ODP
 int sroce_odp_init(void);
 void sroce_odp_exit(void);
-void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev);
+void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev,
+		      struct sroce_kmem_user *ku);
 void sroce_ahead_reset(struct sroce_ahead *ahead);
 void sroce_ahead_stop(struct sroce_ahead *ahead);
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
@@ -155,7 +161,8 @@ static inline void sroce_odp_exit(void)
 }
 
 static inline void sroce_ahead_init(struct sroce_ahead *ahead,
-				    struct ib_device *ibdev)
+				    struct ib_device *ibdev,
+				    struct sroce_kmem_user *ku)
 {
 }
 

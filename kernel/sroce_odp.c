@@ -709,8 +709,32 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
  * meanwhile. Without one, an item waits for a worker only while the pool
  * makes them (one at a time, never stopping while items wait; once a
  * second while memory is short), never behind a stalled job.
+ *
+ * A user whose memory stalls its faults (its FUSE file) stalls its jobs,
+ * each holding a worker: up to SROCE_AHEAD_JOBS per direction of each of
+ * its QPs' responders. So a user has at most SROCE_ODP_USER_AHEAD of them
+ * queued or running on a device (counted with its kernel memory, as a
+ * QP's user, sroce_kmem_job_start()), and all users of all devices
+ * together at most SROCE_ODP_AHEAD_JOBS, a quarter of the queue's
+ * max_active (WQ_UNBOUND_MAX_ACTIVE, 512 or more): past either, a stream's
+ * message queues no job and its next message faults its pages itself, as
+ * it goes (odp_ahead_refused). A job admitted then finds a worker, never
+ * waiting inactive behind stalled ones: on 6.1 max_active bounds each NUMA
+ * node's jobs on its own, and from 6.9 the kernel shares it out between
+ * the nodes by their CPUs, a quarter or more each on up to four nodes of
+ * as many CPUs. Stalled jobs of SROCE_ODP_AHEAD_JOBS /
+ * SROCE_ODP_USER_AHEAD (user, device) pairs, 8, still keep every other
+ * user's fault-ahead out (their messages fault as they go, as without
+ * it) until their stalls end; that many stalled kworkers is the most all
+ * users can make through fault-ahead.
  */
 static struct workqueue_struct *sroce_odp_wq;
+
+#define SROCE_ODP_USER_AHEAD	16
+#define SROCE_ODP_AHEAD_JOBS	128
+
+/* Fault-ahead jobs queued or running, of every user and device. */
+static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
 
 /*
  * The jobs of accesses that could not wait (struct sroce_odp_later), which
@@ -752,7 +776,8 @@ static atomic_t sroce_odp_later_jobs = ATOMIC_INIT(0);
 int sroce_odp_init(void)
 {
 	/* Not WQ_MEM_RECLAIM: see sroce_odp_wq. */
-	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND, 0);
+	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND,
+				       WQ_UNBOUND_MAX_ACTIVE);
 	if (!sroce_odp_wq)
 		return -ENOMEM;
 	sroce_odp_later_wq = alloc_workqueue("sroce_odp_later", WQ_UNBOUND,
@@ -797,9 +822,36 @@ static void sroce_ahead_fault(struct sroce_map *map, u64 va, u64 len,
 }
 
 /*
+ * What a queued fault-ahead job holds, from its queueing until its run is
+ * done or it is cancelled: a count of its QP's user's jobs, within
+ * SROCE_ODP_USER_AHEAD, and of all users', within SROCE_ODP_AHEAD_JOBS.
+ * Return: false (nothing held; odp_ahead_refused) past either bound.
+ */
+static bool sroce_ahead_hold(struct sroce_ahead_job *job)
+{
+	/* The user's own bound first: a user at it takes no slot of the others. */
+	if (!sroce_kmem_job_start(job->ku, SROCE_JOB_AHEAD,
+				  SROCE_ODP_USER_AHEAD))
+		goto refused;
+	if (atomic_add_unless(&sroce_odp_ahead_jobs, 1, SROCE_ODP_AHEAD_JOBS))
+		return true;
+	sroce_kmem_job_end(job->ku, SROCE_JOB_AHEAD);
+refused:
+	sroce_count(to_sdev(job->ibdev), SROCE_CNT_ODP_AHEAD_REFUSED);
+	return false;
+}
+
+/* Drop what sroce_ahead_hold() took. */
+static void sroce_ahead_unhold(struct sroce_ahead_job *job)
+{
+	atomic_dec(&sroce_odp_ahead_jobs);
+	sroce_kmem_job_end(job->ku, SROCE_JOB_AHEAD);
+}
+
+/*
  * Fault a job's range in, beside the engine, unless its map was retired
- * while the job waited in the queue; then free the job's slot and let go
- * of the map.
+ * while the job waited in the queue; then drop the job's counts, free its
+ * slot and let go of the map.
  */
 static void sroce_ahead_work(struct work_struct *work)
 {
@@ -814,6 +866,7 @@ static void sroce_ahead_work(struct work_struct *work)
 	} else {
 		sroce_count(to_sdev(job->ibdev), SROCE_CNT_ODP_JOBS_RETIRED);
 	}
+	sroce_ahead_unhold(job);
 	/*
 	 * The last touch of the job's fields: from here the data path may
 	 * fill them and queue the job again (sroce_map_fault_ahead()), and
@@ -1024,7 +1077,7 @@ static void sroce_odp_later_work(struct work_struct *work)
 		cond_resched();
 	}
 	atomic_dec(&sroce_odp_later_jobs);
-	sroce_kmem_job_end(pin->kmem.ku);
+	sroce_kmem_job_end(pin->kmem.ku, SROCE_JOB_LATER);
 	sroce_pin_put(pin);
 	ib_device_put(ibdev);
 }
@@ -1041,20 +1094,21 @@ static bool sroce_odp_later_hold(struct sroce_pin *pin)
 {
 	lockdep_assert_held(&pin->later.lock);
 	/* The user's own bound first: a user at it takes no slot of the others. */
-	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_ODP_USER_LATER))
+	if (!sroce_kmem_job_start(pin->kmem.ku, SROCE_JOB_LATER,
+				  SROCE_ODP_USER_LATER))
 		goto refused;
 	if (!atomic_add_unless(&sroce_odp_later_jobs, 1, SROCE_ODP_LATER_JOBS))
 		goto unuser;
 	if (!ib_device_try_get(pin->ibdev)) {
 		atomic_dec(&sroce_odp_later_jobs);
-		sroce_kmem_job_end(pin->kmem.ku);
+		sroce_kmem_job_end(pin->kmem.ku, SROCE_JOB_LATER);
 		return false;
 	}
 	kref_get(&pin->ref);
 	return true;
 
 unuser:
-	sroce_kmem_job_end(pin->kmem.ku);
+	sroce_kmem_job_end(pin->kmem.ku, SROCE_JOB_LATER);
 refused:
 	sroce_count(to_sdev(pin->ibdev), SROCE_CNT_ODP_LATER_REFUSED);
 	return false;
@@ -1194,14 +1248,18 @@ void sroce_pin_put_async(struct sroce_pin *pin)
  * sroce_ahead_init - set up a responder's faulting ahead
  * @ahead: it, zeroed
  * @ibdev: the device of its QP
+ * @ku: the QP's user, whose count of jobs bounds them; NULL for a kernel
+ *      consumer's QP
  */
-void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev)
+void sroce_ahead_init(struct sroce_ahead *ahead, struct ib_device *ibdev,
+		      struct sroce_kmem_user *ku)
 {
 	int i;
 
 	for (i = 0; i < SROCE_AHEAD_JOBS; i++) {
 		INIT_WORK(&ahead->job[i].work, sroce_ahead_work);
 		ahead->job[i].ibdev = ibdev;
+		ahead->job[i].ku = ku;
 	}
 }
 
@@ -1236,6 +1294,7 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
 		struct sroce_ahead_job *job = &ahead->job[i];
 
 		if (cancel_work_sync(&job->work)) {
+			sroce_ahead_unhold(job);
 			sroce_map_unkeep(job->map);
 			job->map = NULL;
 		}
@@ -1285,7 +1344,11 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * this message's faults of the same pages (a page both make present
  * counts as a fault and as prefetched), and the new job takes another
  * slot of @ahead; with every slot's job still running, this message
- * queues none (odp_ahead_busy). May sleep (the faults).
+ * queues none (odp_ahead_busy). Nor does it when the QP's user has
+ * SROCE_ODP_USER_AHEAD jobs queued or running on the device, or all users
+ * SROCE_ODP_AHEAD_JOBS (odp_ahead_refused; see sroce_odp_wq): a user
+ * whose memory stalls its jobs' faults holds that many workers, no more.
+ * May sleep (the faults).
  */
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 			   u64 va, u64 len, bool write)
@@ -1300,8 +1363,12 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 	for (i = 0; i < SROCE_AHEAD_JOBS; i++) {
 		struct sroce_ahead_job *j = &ahead->job[i];
 
-		/* Not started: it will not run, its map is ours to drop. */
+		/*
+		 * Not started: it will not run, its counts and map are ours
+		 * to drop.
+		 */
 		if (cancel_work(&j->work)) {
+			sroce_ahead_unhold(j);
 			sroce_map_unkeep(j->map);
 			j->map = NULL;
 		}
@@ -1322,6 +1389,8 @@ void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,
 		sroce_count(to_sdev(map->pin->ibdev), SROCE_CNT_ODP_AHEAD_BUSY);
 		return;
 	}
+	if (!sroce_ahead_hold(job))
+		return;
 	sroce_map_keep(map);
 	job->map = map;
 	job->va = end;

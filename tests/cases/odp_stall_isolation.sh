@@ -12,18 +12,15 @@
 # - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
 #   engine workqueue's share of CPU 0, and A sends V a packet there: V's
 #   ibv_destroy_qp() returns all the same.
-# - dereg_odp_wq_full: 264 fault-ahead jobs of A's QPs fill ODP's
-#   fault-ahead workqueue (256 active), those that start waiting in the
-#   fault; V's own jobs wait behind them, and V's ibv_dereg_mr() and
-#   ibv_rereg_mr() of their MRs return. The premise is read from the
-#   counts, not from how many workers the kernel made (a census of them
-#   comes with a failure): A's MR ("rdma res show mr -dd") counts all 264
-#   jobs queued and fewer started (ahead_queued, ahead_run), and one worker
-#   at least waits in A's fault; right before V's call and again once it
-#   returned, each MR of V's counts its job queued, not started, and the
-#   device counts no job retired and no page prefetched since V's streams.
-# - exit_odp_wq_full: the same, V killed: it exits; once it did, only the
-#   device's counts are left to say its jobs had not run.
+# - dereg_odp_ahead_bound: 264 streams of A's QPs each would queue a
+#   fault-ahead job that waits in the fault: A gets its bound of 16 jobs
+#   ("rdma res show mr -dd": ahead_queued), which wait there, and the
+#   others none (odp_ahead_refused); V's own streams' jobs then run at
+#   once (its MRs count them started, its pages present, prefetched),
+#   and V's ibv_dereg_mr() and ibv_rereg_mr() of their MRs return.
+# - exit_odp_ahead_bound: the same, V killed: it exits.
+# Before the bound, A's jobs filled ODP's fault-ahead workqueue (256
+# active) and V's waited behind them until the read was answered.
 # Before pending/inline-hold each of these hung until the read was
 # answered: a doorbell ran, and held a reference on, any QP its loopback
 # packets reached, a destroy waited for a worker to run its QP, and a
@@ -49,7 +46,7 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
-	destroy_wq_full dereg_odp_wq_full exit_odp_wq_full; do
+	destroy_wq_full dereg_odp_ahead_bound exit_odp_ahead_bound; do
 	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
 	rc=$?
 	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"
