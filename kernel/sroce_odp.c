@@ -686,9 +686,8 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 }
 
 /*
- * Fault-ahead jobs run here, beside the engine and on any CPU, and so do
- * the releases of pins whose last reference went where nothing may wait
- * (sroce_pin_put_async()).
+ * Fault-ahead jobs run here, beside the engine and on any CPU (the
+ * releases of pins have a queue of their own, sroce_odp_release_wq).
  *
  * Neither ODP queue is WQ_MEM_RECLAIM. A job faults in a user's memory,
  * and may wait in that fault for as long as the memory's owner likes (a
@@ -732,6 +731,29 @@ static struct workqueue_struct *sroce_odp_wq;
 
 #define SROCE_ODP_USER_AHEAD	16
 #define SROCE_ODP_AHEAD_JOBS	128
+
+/*
+ * The releases of ODP pins whose last reference went where nothing may
+ * wait (sroce_pin_put_async()), on a queue of their own: each holds its
+ * device, whose unregistration (rdma link delete, its network device's
+ * removal or network namespace's teardown, module unload) waits for it,
+ * so it must never wait for a worker behind another user's jobs stalled
+ * in their faults, as it did while it shared sroce_odp. Nothing else runs
+ * here, and a release waits for no fault: it unmaps and frees the umems'
+ * page lists (under the umem_mutex, which no job holds across a fault;
+ * and no access or job of the pin is left by its last reference), and
+ * removes their MMU notifiers, which waits only for an invalidation of the
+ * owner's mm under way (its munmap or madvise, whose invalidation starts
+ * only once a fault's mmap_read_lock let the munmap have the lock, and
+ * which waits for no fault). The owner's own threads can keep invalidating
+ * their mm, and so their own releases waiting, one worker each, as many
+ * as their orphaned pins; the queue runs WQ_UNBOUND_MAX_ACTIVE at once.
+ * Not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a release
+ * (it frees memory, but only a map that no retirement waited for to its
+ * end leaves one here), and a rescuer on 6.1 would take every release
+ * queued behind one so waiting (see sroce_odp_wq).
+ */
+static struct workqueue_struct *sroce_odp_release_wq;
 
 /* Fault-ahead jobs queued or running, of every user and device. */
 static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
@@ -782,20 +804,30 @@ int sroce_odp_init(void)
 		return -ENOMEM;
 	sroce_odp_later_wq = alloc_workqueue("sroce_odp_later", WQ_UNBOUND,
 					     WQ_UNBOUND_MAX_ACTIVE);
-	if (!sroce_odp_later_wq) {
-		destroy_workqueue(sroce_odp_wq);
-		return -ENOMEM;
-	}
+	if (!sroce_odp_later_wq)
+		goto err_later;
+	sroce_odp_release_wq = alloc_workqueue("sroce_odp_release",
+					       WQ_UNBOUND,
+					       WQ_UNBOUND_MAX_ACTIVE);
+	if (!sroce_odp_release_wq)
+		goto err_release;
 	return 0;
+
+err_release:
+	destroy_workqueue(sroce_odp_later_wq);
+err_later:
+	destroy_workqueue(sroce_odp_wq);
+	return -ENOMEM;
 }
 
 /*
  * At module unload (or a failed load): every device is unregistered, which
  * waited for every job (a QP's fault-ahead jobs, for its QP's destroy; a
- * range's later job, which holds its device).
+ * range's later job, and a pin's release, which hold their device).
  */
 void sroce_odp_exit(void)
 {
+	destroy_workqueue(sroce_odp_release_wq);
 	destroy_workqueue(sroce_odp_later_wq);
 	destroy_workqueue(sroce_odp_wq);
 }
@@ -1219,7 +1251,7 @@ static void sroce_pin_release_async(struct kref *ref)
 		return;
 	}
 	INIT_WORK(&pin->free_work, sroce_pin_free_work);
-	queue_work(sroce_odp_wq, &pin->free_work);
+	queue_work(sroce_odp_release_wq, &pin->free_work);
 }
 
 /**
