@@ -726,6 +726,18 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
  * user's fault-ahead out (their messages fault as they go, as without
  * it) until their stalls end; that many stalled kworkers is the most all
  * users can make through fault-ahead.
+ *
+ * WQ_SYSFS, as ib_core's ib-comp-unb-wq and the writeback queue: root
+ * may tune it in /sys/bus/workqueue/devices/sroce_odp (max_active, nice,
+ * cpumask). With max_active below SROCE_ODP_AHEAD_JOBS, admitted jobs may
+ * wait inactive behind stalled ones: their prefetch comes late, nothing
+ * worse, as no retirement waits for a queued job (sroce_map_keep()) and a
+ * QP's destroy takes its jobs off the queue without a worker
+ * (sroce_ahead_stop()). tests/src/sroce_stall.cpp sets it to 8, so that a
+ * victim's jobs stay queued behind an attacker's 8 stalled ones while the
+ * victim deregisters or exits. From 6.9 a value below 8 also lowers the
+ * queue's min_active (the least share of max_active a NUMA node gets, 8)
+ * until the module is reloaded: writing max_active back does not raise it.
  */
 static struct workqueue_struct *sroce_odp_wq;
 
@@ -797,8 +809,8 @@ static atomic_t sroce_odp_later_jobs = ATOMIC_INIT(0);
  */
 int sroce_odp_init(void)
 {
-	/* Not WQ_MEM_RECLAIM: see sroce_odp_wq. */
-	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND,
+	/* Not WQ_MEM_RECLAIM; WQ_SYSFS for root: see sroce_odp_wq. */
+	sroce_odp_wq = alloc_workqueue("sroce_odp", WQ_UNBOUND | WQ_SYSFS,
 				       WQ_UNBOUND_MAX_ACTIVE);
 	if (!sroce_odp_wq)
 		return -ENOMEM;
