@@ -53,6 +53,7 @@ const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_PREFETCHED].name = "odp_pages_prefetched",
 	[SROCE_CNT_ODP_AHEAD_BUSY].name = "odp_ahead_busy",
 	[SROCE_CNT_ODP_AHEAD_REFUSED].name = "odp_ahead_refused",
+	[SROCE_CNT_ODP_AHEAD_HELD].name = "odp_ahead_held",
 	[SROCE_CNT_ODP_RNR_NAK_SENT].name = "odp_rnr_nak_sent",
 	[SROCE_CNT_ODP_LATER_JOBS].name = "odp_later_jobs",
 	[SROCE_CNT_ODP_LATER_REFUSED].name = "odp_later_refused",

@@ -68,6 +68,12 @@ enum sroce_counter {
 	 */
 	SROCE_CNT_ODP_AHEAD_REFUSED,
 	/*
+	 * ... and the device's fault-ahead jobs queued or running now, each
+	 * holding its count of its user's bound and all users' (a level,
+	 * not an event count, as kmem_bytes)
+	 */
+	SROCE_CNT_ODP_AHEAD_HELD,
+	/*
 	 * ODP memory an access could not wait for (an XRC receive QP's):
 	 * RNR NAKs sent for it (also in rnr_nak_sent), jobs queued to fault
 	 * it in beside, accesses that queued none as the memory's user had

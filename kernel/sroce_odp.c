@@ -835,10 +835,13 @@ err_later:
 /*
  * At module unload (or a failed load): every device is unregistered, which
  * waited for every job (a QP's fault-ahead jobs, for its QP's destroy; a
- * range's later job, and a pin's release, which hold their device).
+ * range's later job, and a pin's release, which hold their device): each
+ * gave its count of all users' jobs back.
  */
 void sroce_odp_exit(void)
 {
+	WARN_ON(atomic_read(&sroce_odp_ahead_jobs));
+	WARN_ON(atomic_read(&sroce_odp_later_jobs));
 	destroy_workqueue(sroce_odp_release_wq);
 	destroy_workqueue(sroce_odp_later_wq);
 	destroy_workqueue(sroce_odp_wq);
@@ -869,19 +872,25 @@ static void sroce_ahead_fault(struct sroce_map *map, u64 va, u64 len,
  * What a queued fault-ahead job holds, from its queueing until its run is
  * done or it is cancelled: a count of its QP's user's jobs, within
  * SROCE_ODP_USER_AHEAD, and of all users', within SROCE_ODP_AHEAD_JOBS.
+ * The device shows how many of its jobs hold them (odp_ahead_held), so
+ * that a count not given back shows.
  * Return: false (nothing held; odp_ahead_refused) past either bound.
  */
 static bool sroce_ahead_hold(struct sroce_ahead_job *job)
 {
+	struct sroce_dev *sdev = to_sdev(job->ibdev);
+
 	/* The user's own bound first: a user at it takes no slot of the others. */
 	if (!sroce_kmem_job_start(job->ku, SROCE_JOB_AHEAD,
 				  SROCE_ODP_USER_AHEAD))
 		goto refused;
-	if (atomic_add_unless(&sroce_odp_ahead_jobs, 1, SROCE_ODP_AHEAD_JOBS))
+	if (atomic_add_unless(&sroce_odp_ahead_jobs, 1, SROCE_ODP_AHEAD_JOBS)) {
+		sroce_count(sdev, SROCE_CNT_ODP_AHEAD_HELD);
 		return true;
+	}
 	sroce_kmem_job_end(job->ku, SROCE_JOB_AHEAD);
 refused:
-	sroce_count(to_sdev(job->ibdev), SROCE_CNT_ODP_AHEAD_REFUSED);
+	sroce_count(sdev, SROCE_CNT_ODP_AHEAD_REFUSED);
 	return false;
 }
 
@@ -890,6 +899,9 @@ static void sroce_ahead_unhold(struct sroce_ahead_job *job)
 {
 	atomic_dec(&sroce_odp_ahead_jobs);
 	sroce_kmem_job_end(job->ku, SROCE_JOB_AHEAD);
+	/* The level last: once it shows the job gone, its counts are free. */
+	smp_mb__before_atomic();
+	atomic64_dec(&to_sdev(job->ibdev)->counters[SROCE_CNT_ODP_AHEAD_HELD]);
 }
 
 /*

@@ -32,7 +32,7 @@ for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes send_no_route \
 	rnr_nak_sent rnr_nak_rcvd drop_icrc_err drop_no_qp rkey_invalid \
 	rkey_stale_tag rkey_access_refused rkey_out_of_range odp_page_faults \
 	odp_pages_invalidated odp_pages_prefetched odp_ahead_busy \
-	odp_ahead_refused odp_rnr_nak_sent \
+	odp_ahead_refused odp_ahead_held odp_rnr_nak_sent \
 	odp_later_jobs odp_later_refused odp_jobs_retired; do
 	[ -n "${at[$c]:-}" ] || fail "no counter $c: $(rdma statistic show link sroce0/1)"
 done
