@@ -4,7 +4,9 @@
 // answers what the kernel asks of a file system of one regular file (INIT,
 // LOOKUP, GETATTR, OPEN, READ, WRITE, FLUSH, RELEASE...) at once, but a
 // READ of the file, which it holds while the test says so and reports to
-// the test as "read OFFSET LENGTH". Protocol: include/uapi/linux/fuse.h.
+// the test as "read OFFSET LENGTH"; told "hold", it drops the file's
+// cached pages and holds reads again ("holding ERRNO"). Protocol:
+// include/uapi/linux/fuse.h.
 #include "stallfs.h"
 
 #include <algorithm>
@@ -45,6 +47,7 @@ private:
 	void reply_attr(const fuse_in_header &in);
 	void read(const fuse_in_header &in, const fuse_read_in &r);
 	void answer_read(const Held &h);
+	int drop_pages();
 
 	int dev_, ctl_;
 	bool hold_ = true;
@@ -100,7 +103,8 @@ int Server::run()
 	}
 }
 
-// A line from the test: "release". False when the test has gone.
+// A line from the test: "release", or "hold". False when the test has
+// gone.
 bool Server::from_test()
 {
 	char line[kLine];
@@ -112,8 +116,32 @@ bool Server::from_test()
 		for (const Held &h : held_)
 			answer_read(h);
 		held_.clear();
+	} else if (!strcmp(line, "hold")) {
+		int err = drop_pages();
+
+		hold_ = true;
+		say(ctl_, "holding %d", err);
 	}
 	return true;
+}
+
+// Drop the file's pages from the page cache, and so from every mapping
+// of them: the kernel invalidates them (invalidate_inode_pages2_range())
+// while the write is under way. 0, or an errno.
+int Server::drop_pages()
+{
+	struct {
+		fuse_out_header h;
+		fuse_notify_inval_inode_out o;
+	} n{};
+
+	static_assert(sizeof(n) == sizeof(n.h) + sizeof(n.o), "no padding");
+	n.h.len = sizeof(n);
+	n.h.error = FUSE_NOTIFY_INVAL_INODE;	// unique 0: a notification
+	n.o.ino = kFileNode;
+	n.o.off = 0;
+	n.o.len = 0;	// to the end
+	return ::write(dev_, &n, sizeof(n)) == ssize_t(sizeof(n)) ? 0 : errno;
 }
 
 template <typename T> T arg_as(const uint8_t *arg, size_t len)
@@ -325,6 +353,21 @@ bool StallFs::held_read(long ms, uint64_t *off, uint32_t *len)
 bool StallFs::release()
 {
 	return server_.fd >= 0 && say(server_.fd, "release");
+}
+
+int StallFs::hold(long ms)
+{
+	char line[kLine];
+	long end = now_ms() + ms;
+	int err;
+
+	if (server_.fd < 0 || !say(server_.fd, "hold"))
+		return EPIPE;
+	// The lines of reads held before, answered since, come first.
+	while (hear(server_.fd, line, std::max(1L, end - now_ms())))
+		if (sscanf(line, "holding %d", &err) == 1)
+			return err;
+	return ETIMEDOUT;
 }
 
 bool StallFs::unmount(long ms)

@@ -47,6 +47,14 @@ public:
 	bool held_read(long ms, uint64_t *off, uint32_t *len);
 	// Answer the reads held, and every read from now on.
 	bool release();
+	// Hold every read from now on again, as from the mount, once the
+	// file's pages are dropped from the page cache and from every
+	// mapping of them (FUSE_NOTIFY_INVAL_INODE): the next access to one
+	// reads it again, and waits. Only when no read is in flight: the
+	// kernel drops a page under its lock, which a read in flight holds
+	// until the server, waiting there, answered it. Within @ms: 0, or an
+	// errno (the server's write of the notification, or ETIMEDOUT).
+	int hold(long ms);
 	// Unmount and wait for the server to end (@ms). False if either failed.
 	bool unmount(long ms = 10000);
 
