@@ -19,6 +19,15 @@
 #   once (its MRs count them started, its pages present, prefetched),
 #   and V's ibv_dereg_mr() and ibv_rereg_mr() of their MRs return.
 # - exit_odp_ahead_bound: the same, V killed: it exits.
+# - dereg_odp_ahead_queued: sroce_odp runs 8 jobs at once (its sysfs
+#   max_active, set for the test and set back): 8 of A's 16 jobs wait in
+#   the fault, the rest, and V's jobs after them, wait in the queue; V's
+#   ibv_dereg_mr() and ibv_rereg_mr() of their MRs return while V's jobs
+#   still wait (their MRs count them queued, not started), and once the
+#   read is answered V's jobs find their MRs retired (odp_jobs_retired
+#   +2) and fault nothing in.
+# - exit_odp_ahead_queued: the same, V killed: it exits, its QPs' destroy
+#   taking its jobs off the queue.
 # Before the bound, A's jobs filled ODP's fault-ahead workqueue (256
 # active) and V's waited behind them until the read was answered.
 # Before pending/inline-hold each of these hung until the read was
@@ -36,8 +45,14 @@ link_add sroce0 eth0
 base=$(kernel_counts sroce0)
 mnt=$(mktemp -d /tmp/sroce-stall.XXXXXX) || fail "mktemp -d"
 chmod 755 "$mnt"	# A, uid 65534, opens the file under it
-# shellcheck disable=SC2064 # $mnt is known now
-trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
+# sroce_odp's max_active as loaded, which the *_odp_ahead_queued tests
+# set to 8 and back: set back here too, should a test be killed.
+max_active=/sys/bus/workqueue/devices/sroce_odp/max_active
+[ -w $max_active ] || fail "no $max_active: sroce_odp is not WQ_SYSFS"
+odp_active=$(cat $max_active)
+# shellcheck disable=SC2064 # $mnt and $odp_active are known now
+trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
+	echo $odp_active > $max_active" EXIT
 
 # Tasks whose kernel stack is in sroce: a run, a doorbell or a destroy
 # that did not end (an rdma resource listing could wait for its QP).
@@ -46,11 +61,17 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
-	destroy_wq_full dereg_odp_ahead_bound exit_odp_ahead_bound; do
+	destroy_wq_full dereg_odp_ahead_bound exit_odp_ahead_bound \
+	dereg_odp_ahead_queued exit_odp_ahead_queued; do
 	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
 	rc=$?
 	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"
 	[ $rc = 0 ] || bad+="$t (status $rc): $out"$'\n'
+	if [ "$(cat $max_active)" != "$odp_active" ]; then
+		bad+="$t: sroce_odp's max_active $(cat $max_active), not"
+		bad+=" $odp_active as before"$'\n'
+		echo "$odp_active" > $max_active
+	fi
 	if mountpoint -q "$mnt"; then
 		bad+="$t: StallFs still mounted on $mnt"$'\n'
 		umount -l "$mnt"

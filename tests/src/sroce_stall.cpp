@@ -51,12 +51,33 @@
 //   before pending/inline-hold a queued job held an access to its map,
 //   and V's dereg waited for it.)
 // exit_odp_ahead_bound: the same, V killed instead: it exits.
+// dereg_odp_ahead_queued: sroce_odp runs 8 jobs at once (its max_active,
+//   which root may set: the test sets it, and sets it back whatever
+//   happens). A's 16 streams get 16 jobs, of which 8 start and wait in
+//   the fault, and the other 8 wait inactive behind them; V's streams
+//   then queue V's jobs behind those. V's ibv_dereg_mr of one MR and
+//   ibv_rereg_mr of the other return while V's jobs still wait; once the
+//   read is answered they run, find their MRs' translations retired
+//   (odp_jobs_retired +2) and fault nothing in. The premise is read from
+//   the counts: A's MR counts 16 jobs queued, 8 started; right before
+//   V's call and again once it returned, each ODP MR V still has counts
+//   its job queued, not started, and the device counts no job retired
+//   and no page prefetched since V's streams, V's 2 jobs still holding
+//   their counts (odp_ahead_held). (Before pending/inline-hold a queued
+//   job held an access to its map, and V's dereg waited for it.)
+// exit_odp_ahead_queued: the same, V killed instead: it exits, though
+//   uverbs deregisters its MRs before its QPs, and at exit the wait of a
+//   dereg cannot be killed (SIGKILL is dequeued by then). Its QPs'
+//   destroy took its jobs off the queue: odp_ahead_held down by 2, no
+//   job retired, no page prefetched, then and once A's jobs all ran.
 #include "check.h"
 #include "role.h"
 #include "stall.h"
 #include "stallfs.h"
 #include "tasks.h"
 
+#include <algorithm>
+#include <fcntl.h>
 #include <functional>
 #include <string>
 #include <vector>
@@ -76,6 +97,17 @@ const int kMaxActive = 256;
 // The fault-ahead jobs a user may have queued or running on a device
 // (SROCE_ODP_USER_AHEAD, kernel/sroce_odp.c)
 const int kUserAhead = 16;
+// ODP's fault-ahead workqueue, sroce_odp, is WQ_SYSFS: root may set how
+// many of its jobs run at once (Documentation/sroce.md, "Fault-ahead").
+const char *const kOdpMaxActive =
+	"/sys/bus/workqueue/devices/sroce_odp/max_active";
+// ... which *_odp_ahead_queued set to 8, WQ_DFL_MIN_ACTIVE: from 6.9 a
+// lower value would also lower the queue's min_active until sroce is
+// reloaded. One NUMA node (the VM): 8 at once in all, on 6.1 (each node's
+// pool_workqueue) and 6.12 (a node's share, at least min_active) alike.
+const int kQueueActive = 8;
+static_assert(kQueueActive < kUserAhead,
+	      "A's jobs past the first kQueueActive must wait inactive");
 
 // Bounds, in seconds at SROCE_TIME_SCALE 1.
 const long kSetupS = 60;	// a part's setup, or a step of it
@@ -163,9 +195,10 @@ void expect_delivered(const char *dev, const Counts &before,
 // counted as a job starts faulting; a job that finds its map retired when
 // its turn comes counts in the device's odp_jobs_retired instead, and one
 // cancelled, when its stream's next message comes or its QP goes, in
-// neither). -1: not shown.
+// neither); and the pages they (or ibv_advise_mr()) made present
+// (pages_prefetched). -1: not shown.
 struct Ahead {
-	long long queued = -1, run = -1;
+	long long queued = -1, run = -1, prefetched = -1;
 
 	// Queued and not started (nor cancelled, nor retired: see above).
 	bool waits() const
@@ -191,7 +224,8 @@ std::vector<Ahead> aheads_of(const char *dev, pid_t pid)
 		    o.find("\"drv_kind\":\"odp\"") == std::string::npos)
 			continue;
 		v.push_back({ res_field(o, "drv_ahead_queued"),
-			      res_field(o, "drv_ahead_run") });
+			      res_field(o, "drv_ahead_run"),
+			      res_field(o, "drv_pages_prefetched") });
 	}
 	return v;
 }
@@ -213,6 +247,91 @@ std::string str(const std::vector<Ahead> &v)
 		s += (s.empty() ? "" : ", ") + x.str();
 	return s.empty() ? "(no ODP MR)" : s;
 }
+
+// The device's counts of what fault-ahead jobs did (hw_counters): those
+// that found their map retired when their turn came (odp_jobs_retired),
+// the pages jobs faulted in (odp_pages_prefetched: only fault-ahead jobs
+// and ibv_advise_mr() count there, a message's own faults do not), the
+// messages of a stream that queued no job past a user's bound or all
+// users' (odp_ahead_refused), and the jobs queued or running now, each
+// holding its count of its user's and all users' (odp_ahead_held, a
+// level: back down when they end or are cancelled).
+struct JobCounts {
+	long long retired, prefetched, refused, held;
+
+	explicit JobCounts(const char *dev)
+		: retired(port_counter(dev, "odp_jobs_retired")),
+		  prefetched(port_counter(dev, "odp_pages_prefetched")),
+		  refused(port_counter(dev, "odp_ahead_refused")),
+		  held(port_counter(dev, "odp_ahead_held"))
+	{
+	}
+
+	std::string str() const
+	{
+		return "odp_jobs_retired " + std::to_string(retired) +
+		       ", odp_pages_prefetched " + std::to_string(prefetched) +
+		       ", odp_ahead_refused " + std::to_string(refused) +
+		       ", odp_ahead_held " + std::to_string(held);
+	}
+};
+
+// sroce_odp's max_active set for a test, and set back when this goes,
+// whatever happened (odp_stall_isolation.sh sets it back too, should the
+// test be killed).
+class OdpMaxActive {
+public:
+	OdpMaxActive() = default;
+	OdpMaxActive(const OdpMaxActive &) = delete;
+	OdpMaxActive &operator=(const OdpMaxActive &) = delete;
+
+	// To @n, read back. False (said) if it could not be.
+	bool set(int n)
+	{
+		int err = 0;
+
+		was_ = get();
+		bool ok = was_ > 0 && put(n, &err) && get() == n;
+		CHECK(ok, "setting %s to %d: %s (it was %d, now %d; -1: no such "
+		      "file: sroce_odp not WQ_SYSFS?)", kOdpMaxActive, n,
+		      strerror(err), was_, get());
+		return ok;
+	}
+
+	~OdpMaxActive()
+	{
+		int err = 0;
+
+		if (was_ <= 0)
+			return;
+		bool ok = put(was_, &err) && get() == was_;
+		CHECK(ok, "setting %s back to %d: %s (now %d)", kOdpMaxActive,
+		      was_, strerror(err), get());
+	}
+
+private:
+	static int get()
+	{
+		std::string v = slurp(kOdpMaxActive);
+
+		return v.empty() ? -1 : atoi(v.c_str());
+	}
+
+	static bool put(int n, int *err)
+	{
+		std::string v = std::to_string(n);
+		int fd = open(kOdpMaxActive, O_WRONLY);
+		bool ok = fd >= 0 &&
+			  write(fd, v.data(), v.size()) == ssize_t(v.size());
+
+		*err = ok ? 0 : errno;
+		if (fd >= 0)
+			close(fd);
+		return ok;
+	}
+
+	int was_ = -1;
+};
 
 // A test's world: the file system, V and A. Whatever happened, it ends by
 // answering the reads held, letting V and A end (each must, in time,
@@ -338,56 +457,112 @@ struct Scene {
 		return held;
 	}
 
-	// Within the bound, A's fault-ahead jobs are held to A's bound (the
-	// premise of *_odp_ahead_bound), as A's ODP MR counts them ("rdma
-	// resource show mr -dd", which shows root any user's counts) and the
-	// device counts the rest: of A's @n streams, kUserAhead queued their
-	// job (ahead_queued; ahead_run, a job counting as it starts, no more
-	// than that), the others none (odp_ahead_refused +@n - kUserAhead
-	// since @refused), and one at least of sroce's workers running @job
-	// waits in D state in A's fault. A's jobs wait there until the read
-	// is answered, each holding its count of A's: no other stream of A's
-	// may queue one meanwhile. Else said, with where sroce's workers wait
-	// and a census of the kernel threads. Of those in D state, some may
-	// wait behind the fault where it holds A's memory: a fault holds its
-	// process's mmap lock for reading while it waits for the page, and a
-	// task that asks for it for writing meanwhile (khugepaged, an munmap,
-	// a stack to grow) waits behind it, and every job that asks for it
-	// for reading after that (ib_umem_odp_map_dma_and_lock()) waits in
-	// down_read(), not in hmm_range_fault(), as long.
-	bool a_jobs_bounded(int n, const char *job, long long refused)
+	// A's streams of READs ("flood"): all completed in time, else said.
+	bool a_streams(const char *round)
 	{
+		bool flooded = say(a.fd, "flood") &&
+			       returns(a, "A's READs", "flooded",
+				       limit_ms(kSetupS));
+
+		CHECK(flooded, "A's streams of READs%s did not complete in "
+		      "%ld s", round, kSetupS * time_scale());
+		return flooded;
+	}
+
+	// Within the bound, A's fault-ahead jobs are held as they must be
+	// (the premise of the *_odp_ahead_* tests), as A's ODP MR counts them
+	// ("rdma resource show mr -dd", which shows root any user's counts)
+	// since @a0 and the device counts the rest since @before: of A's @n
+	// streams, up to A's bound (kUserAhead) queued their job
+	// (ahead_queued, and odp_ahead_held as many up), the others none
+	// (odp_ahead_refused); of those jobs exactly @active started
+	// (ahead_run, a job counting as it starts) if the queue's max_active
+	// was set to @active, else (0) one at least and no more than were
+	// queued; and one at least of sroce's workers running @job waits in D
+	// state in A's fault. A's jobs wait there until the read is answered,
+	// each holding its count of A's: no other stream of A's may queue one
+	// meanwhile, and no job queued after @active stalled ones may start.
+	// Else said, with where sroce's workers wait and a census of the
+	// kernel threads. Of those in D state, some may wait behind the fault
+	// where it holds A's memory: a fault holds its process's mmap lock
+	// for reading while it waits for the page, and a task that asks for
+	// it for writing meanwhile (khugepaged, an munmap, a stack to grow)
+	// waits behind it, and every job that asks for it for reading after
+	// that (ib_umem_odp_map_dma_and_lock()) waits in down_read(), not in
+	// hmm_range_fault(), as long.
+	bool a_jobs_held(int n, const char *job, const JobCounts &before,
+			 const Ahead &a0, int active)
+	{
+		const long long admitted = std::min(n, kUserAhead);
+		const long long queued = a0.queued + admitted;
+		const long long run_min = a0.run + (active ? active : 1);
 		tasks::Waiting w;
 		Ahead c;
-		long long now = -1;
+		JobCounts now = before;
 		bool held = wait_until(limit_ms(3 * kStallS), [&] {
 			c = ahead_of(dev, a.pid);
-			now = port_counter(dev, "odp_ahead_refused");
-			if (c.queued < kUserAhead || c.run < 1)
+			now = JobCounts(dev);
+			if (c.queued < queued || c.run < run_min)
 				return false;
 			w = workers_under(job);
 			return w.in_fault > 0;
 		});
+		std::string started = active ?
+			"exactly " + std::to_string(run_min) + " started: the "
+			"queue runs " + std::to_string(active) + " at once" :
+			"one to all of them started";
 
-		held = held && c.queued == kUserAhead && c.run <= c.queued &&
-		       refused >= 0 && now - refused == n - kUserAhead &&
+		held = held && c.queued == queued &&
+		       (active ? c.run == run_min : c.run <= c.queued) &&
+		       before.refused >= 0 &&
+		       now.refused - before.refused == n - admitted &&
+		       before.held >= 0 && now.held - before.held == admitted &&
 		       w.in_fault > 0;
 		if (!held)
 			w = workers_under(job);
 		CHECK(held, "A's fault-ahead jobs: %s (queued/started, of %d "
-		      "streams; expected %d queued, A's bound), odp_ahead_refused "
-		      "+%lld (expected +%d), and %d of sroce's workers in %s in "
-		      "A's fault (expected one at least), within %ld s. "
+		      "streams, from %s; expected %lld queued, %s), "
+		      "odp_ahead_refused +%lld and odp_ahead_held +%lld "
+		      "(expected +%lld and +%lld), and %d of sroce's workers in "
+		      "%s in A's fault (expected one at least), within %ld s. "
 		      "Workers in %s in D state: %d; they wait in: %s. "
 		      "Workers in %s not in D state: %d. Tasks waiting to "
 		      "write-lock an rwsem: %s. A: %s. One in the fault: %s. "
-		      "Kernel threads: %s", c.str().c_str(), n, kUserAhead,
-		      now - refused, n - kUserAhead, w.in_fault, job,
+		      "Kernel threads: %s", c.str().c_str(), n,
+		      a0.str().c_str(), queued, started.c_str(),
+		      now.refused - before.refused, now.held - before.held,
+		      n - admitted, admitted, w.in_fault, job,
 		      3 * kStallS * time_scale(), job, w.n, w.where().c_str(),
 		      job, w.other, tasks::rwsem_writers().c_str(),
 		      stack_of(a.pid).c_str(), w.fault_stack.c_str(),
 		      tasks::kthread_census().c_str());
 		return held;
+	}
+
+	// Within the bound once the read is answered, every job of A's has
+	// run and ended, @when: A's MR counts as many started as queued, and
+	// the device's odp_ahead_held is back to @before's, the level before
+	// A's streams (each job gave its counts back: the level drops after
+	// A's count and all users'). Else said.
+	bool a_jobs_ended(const JobCounts &before, const char *when)
+	{
+		Ahead c;
+		JobCounts now = before;
+		bool ended = wait_until(limit_ms(kAfterS), [&] {
+			c = ahead_of(dev, a.pid);
+			now = JobCounts(dev);
+			return c.queued > 0 && c.run == c.queued &&
+			       now.held == before.held;
+		});
+
+		CHECK(ended, "%s: A's fault-ahead jobs %s (queued/started), "
+		      "odp_ahead_held %lld, %ld s after the read was answered; "
+		      "expected all started and ended, odp_ahead_held back to "
+		      "%lld (a count not given back?). Workers in "
+		      "sroce_ahead_work: %s", when, c.str().c_str(), now.held,
+		      kAfterS * time_scale(), before.held,
+		      workers_under("sroce_ahead_work").where().c_str());
+		return ended;
 	}
 
 	// V's "destroy" within the bound; else the failure, with V's stack.
@@ -577,34 +752,23 @@ void destroy_wq_full(Scene &s)
 	      port_counter(s.dev, "odp_page_faults") - faults);
 }
 
-// The device's counts of what fault-ahead jobs did (hw_counters): those
-// that found their map retired when their turn came (odp_jobs_retired),
-// the pages jobs faulted in (odp_pages_prefetched: only fault-ahead jobs
-// and ibv_advise_mr() count there, a message's own faults do not), and the
-// messages of a stream that queued no job past a user's bound or all
-// users' (odp_ahead_refused).
-struct JobCounts {
-	long long retired, prefetched, refused;
+// The device's level of fault-ahead jobs before a test's: 0, as no other
+// test runs and a test's jobs end with its QPs. Else said.
+JobCounts jobs_at_start(const char *dev)
+{
+	JobCounts j(dev);
 
-	explicit JobCounts(const char *dev)
-		: retired(port_counter(dev, "odp_jobs_retired")),
-		  prefetched(port_counter(dev, "odp_pages_prefetched")),
-		  refused(port_counter(dev, "odp_ahead_refused"))
-	{
-	}
-
-	std::string str() const
-	{
-		return "odp_jobs_retired " + std::to_string(retired) +
-		       ", odp_pages_prefetched " + std::to_string(prefetched) +
-		       ", odp_ahead_refused " + std::to_string(refused);
-	}
-};
+	CHECK(j.held == 0, "odp_ahead_held %lld before the test, expected 0 "
+	      "(-1: no such counter): a fault-ahead job of another process "
+	      "queued or running, or a count that was not given back",
+	      j.held);
+	return j;
+}
 
 // dereg_odp_ahead_bound, exit_odp_ahead_bound.
 //
 // A's 264 streams, whose jobs wait in the fault, get kUserAhead jobs, the
-// rest none (a_jobs_bounded()): so A holds that many workers, and V's
+// rest none (a_jobs_held()): so A holds that many workers, and V's
 // streams then queue their jobs, which run at once and fault V's ranges
 // in, all within the bound: V's MRs count each its job queued and
 // started, V's 32 pages of those ranges are present, and the device
@@ -631,12 +795,9 @@ void ahead_past_user_bound(Scene &s, bool exits)
 		    return stall::attacker_ahead(fd, s.dev, file, n);
 	    }, &na))
 		return;
-	long long refused = port_counter(s.dev, "odp_ahead_refused");
-	bool flooded = say(s.a.fd, "flood") &&
-		       s.returns(s.a, "A's READs", "flooded", limit_ms(kSetupS));
-	CHECK(flooded, "A's streams of READs did not complete in %ld s",
-	      kSetupS * time_scale());
-	if (!flooded || !s.read_held() || !s.a_jobs_bounded(n, job, refused))
+	JobCounts j0 = jobs_at_start(s.dev);
+	if (!s.a_streams("") || !s.read_held() ||
+	    !s.a_jobs_held(n, job, j0, { 0, 0, 0 }, 0))
 		return;
 	// V's streams: its responders' jobs run beside A's stalled ones.
 	JobCounts c0(s.dev);
@@ -702,6 +863,170 @@ void ahead_past_user_bound(Scene &s, bool exits)
 		s.comes_after(s.v, "V's ibv_rereg_mr", "reregd");
 }
 
+// dereg_odp_ahead_queued, exit_odp_ahead_queued.
+//
+// sroce_odp runs kQueueActive jobs at once for the test (OdpMaxActive).
+// A's kUserAhead streams, whose jobs wait in the fault, get a job each;
+// kQueueActive of them start, the rest wait inactive behind them
+// (a_jobs_held()), and V's jobs, queued after, wait there too, as long
+// as the read is held. V's ibv_dereg_mr of one MR and ibv_rereg_mr of the
+// other (or V's kill) return (V exits) within the bound all the same: a
+// queued job keeps its map without an access (sroce_map_keep()), so no
+// retirement waits for it. V's jobs "wait" when V's MR counts each
+// queued and not started, the device counts no job retired and no page
+// prefetched since V's streams began (so none was dequeued to find its
+// map retired, nor ran: A's jobs, the only others, wait in the fault
+// before they count a page), and V's 2 jobs still hold their counts
+// (odp_ahead_held), checked right before V's call and again once it
+// returned. Once V's MR is gone (deregistered; at exit all of them) only
+// the device's counts remain. Then the read is answered and every job
+// runs: V's, if still queued, find their translations retired
+// (odp_jobs_retired +2: sroce_map_use_kept() refuses a retired map) and
+// fault nothing in (V's pages of those ranges absent, nothing prefetched
+// but A's). At exit V's QPs' destroy took V's jobs off the queue instead
+// (sroce_ahead_stop()): their counts were given back at once and nothing
+// is retired. Had a queued job held an access (before pending/inline-hold,
+// or sroce_map_keep() made a reference), the dereg would have waited for
+// it, so for A's read: killably, and at exit unkillably.
+void ahead_queued(Scene &s, bool exits)
+{
+	const int n = kUserAhead;
+	const char *job = "sroce_ahead_work";
+	unsigned nv, na;
+	char ans[kLine];
+	std::string file = s.fs.file();
+	OdpMaxActive limit;
+
+	if (!limit.set(kQueueActive) ||
+	    !s.start(s.v, "V", [&](int fd) {
+		    return stall::victim_ahead(fd, s.dev);
+	    }, &nv) ||
+	    !s.start(s.a, "A", [&](int fd) {
+		    return stall::attacker_ahead(fd, s.dev, file, n);
+	    }, &na))
+		return;
+	JobCounts j0 = jobs_at_start(s.dev);
+	if (!s.a_streams("") || !s.read_held() ||
+	    !s.a_jobs_held(n, job, j0, { 0, 0, 0 }, kQueueActive))
+		return;
+	// V's streams: its responders' jobs queue behind A's, not started.
+	JobCounts c0(s.dev);
+	Ahead a0 = ahead_of(s.dev, s.a.pid);
+	if (!s.ask(s.v, "V", "stream", ans, limit_ms(kSetupS)))
+		return;
+	// V's jobs wait, @when: each of the @nmr ODP MRs V has then counts
+	// its one job queued, not started; since V's streams no job was
+	// retired nor page prefetched, and @held of V's jobs hold their
+	// counts; A's jobs still kQueueActive started.
+	auto v_waits = [&](const char *when, size_t nmr, int held) {
+		std::vector<Ahead> vm;
+		if (nmr)
+			vm = aheads_of(s.dev, s.v.pid);
+		Ahead am = ahead_of(s.dev, s.a.pid);
+		JobCounts now(s.dev);
+		bool each = vm.size() == nmr;
+		for (const Ahead &x : vm)
+			each = each && x.queued == 1 && x.waits();
+		bool ok = each && c0.retired >= 0 &&
+			  now.retired == c0.retired && c0.prefetched >= 0 &&
+			  now.prefetched == c0.prefetched &&
+			  now.held - c0.held == held && am.queued == n &&
+			  am.run == kQueueActive;
+		CHECK(ok, "%s: V's fault-ahead jobs do not wait behind A's: "
+		      "V's ODP MRs' jobs (queued/started) %s, expected %zu "
+		      "MRs at 1/0; since V's streams %s -> %s, expected no "
+		      "job retired, no page prefetched, odp_ahead_held +%d; "
+		      "A's %s, expected %d/%d", when, str(vm).c_str(), nmr,
+		      c0.str().c_str(), now.str().c_str(), held,
+		      am.str().c_str(), n, kQueueActive);
+		return ok;
+	};
+	// Once every job ran: V's @retired found their maps retired, and no
+	// job of V's prefetched a page (the device's count past A's MR's).
+	auto v_faulted_nothing = [&](int retired) {
+		Ahead am = ahead_of(s.dev, s.a.pid);
+		JobCounts now(s.dev);
+		long long v_pf = now.prefetched - c0.prefetched -
+				 (am.prefetched - a0.prefetched);
+		CHECK(now.retired - c0.retired == retired && v_pf == 0 &&
+		      a0.prefetched >= 0 && am.prefetched >= 0,
+		      "once every job ran: since V's streams %s -> %s, A's "
+		      "MR's pages_prefetched %lld -> %lld: expected %d of V's "
+		      "jobs retired, none of V's pages prefetched (%lld)",
+		      c0.str().c_str(), now.str().c_str(), a0.prefetched,
+		      am.prefetched, retired, v_pf);
+	};
+	if (exits) {
+		if (!v_waits("before V is killed", 2, 2))
+			return;
+		// At exit, uverbs deregisters V's MRs (newer than its QPs)
+		// before it destroys the QPs whose jobs are queued; the
+		// destroys take the jobs off the queue (sroce_ahead_stop()).
+		kill(s.v.pid, SIGKILL);
+		int status = role_wait(s.v, limit_ms(kBoundS));
+		CHECK(status == 128 + SIGKILL, "V, killed with its MRs' jobs "
+		      "queued behind A's stalled ones, had not exited %ld s "
+		      "later (status %d); V: %s", kBoundS * time_scale(),
+		      status, stack_of(s.v.pid).c_str());
+		// Its MRs went with it: only the device's counts are left,
+		// and its jobs' counts came back with its QPs.
+		if (status == 128 + SIGKILL)
+			v_waits("once V exited", 0, 0);
+		s.fs.release();
+		if (status < 0)
+			role_wait(s.v, limit_ms(kAfterS));
+		close(s.v.fd);
+		s.v = {};
+		if (status == 128 + SIGKILL &&
+		    s.a_jobs_ended(j0, "once V exited"))
+			v_faulted_nothing(0);
+		return;
+	}
+	if (!v_waits("before V's ibv_dereg_mr", 2, 2))
+		return;
+	bool deregd = say(s.v.fd, "dereg") &&
+		      s.returns(s.v, "V's ibv_dereg_mr", "deregd",
+				limit_ms(kBoundS));
+	CHECK(deregd, "V's ibv_dereg_mr hung: not returned %ld s after it was "
+	      "called, its MR's job queued behind A's stalled ones; V: %s",
+	      kBoundS * time_scale(), stack_of(s.v.pid).c_str());
+	// The MR is gone; V's other MR, its job queued with the first's,
+	// still counts its own, and the device's counts have not moved.
+	if (deregd)
+		v_waits("once V's ibv_dereg_mr returned", 1, 2);
+	bool reregd = deregd && say(s.v.fd, "rereg") &&
+		      s.returns(s.v, "V's ibv_rereg_mr", "reregd",
+				limit_ms(kBoundS));
+	CHECK(!deregd || reregd, "V's ibv_rereg_mr hung: not returned %ld s "
+	      "after it was called, its MR's job queued behind A's stalled "
+	      "ones; V: %s", kBoundS * time_scale(),
+	      stack_of(s.v.pid).c_str());
+	// An access-only change keeps an ODP MR's pin, whose counts these
+	// are (sroce_pin_for_access()): its job still counts, not started.
+	if (reregd)
+		v_waits("once V's ibv_rereg_mr returned", 1, 2);
+	s.fs.release();
+	if (!deregd)
+		s.comes_after(s.v, "V's ibv_dereg_mr", "deregd");
+	else if (!reregd)
+		s.comes_after(s.v, "V's ibv_rereg_mr", "reregd");
+	if (!deregd || !reregd || !s.a_jobs_ended(j0, "after V's calls"))
+		return;
+	// V's two jobs ran at last, found their translations retired and
+	// faulted nothing in: the re-registered MR still counts its job
+	// queued, not started, and none of V's pages are present.
+	v_faulted_nothing(2);
+	std::vector<Ahead> vm = aheads_of(s.dev, s.v.pid);
+	CHECK(vm.size() == 1 && vm[0].queued == 1 && vm[0].run == 0 &&
+	      vm[0].prefetched == 0, "V's re-registered MR, once its job "
+	      "ran: %s (queued/started), %lld pages prefetched; expected "
+	      "1/0, none", str(vm).c_str(),
+	      vm.empty() ? -1 : vm[0].prefetched);
+	if (s.ask(s.v, "V", "resident", ans, limit_ms(kSetupS)))
+		CHECK(!strcmp(ans, "resident 0"), "V's jobs faulted memory of "
+		      "a deregistered or re-registered MR in: %s", ans);
+}
+
 struct Test {
 	const char *name;
 	void (*fn)(Scene &);
@@ -716,6 +1041,8 @@ const Test tests[] = {
 	  [](Scene &s) { ahead_past_user_bound(s, false); } },
 	{ "exit_odp_ahead_bound",
 	  [](Scene &s) { ahead_past_user_bound(s, true); } },
+	{ "dereg_odp_ahead_queued", [](Scene &s) { ahead_queued(s, false); } },
+	{ "exit_odp_ahead_queued", [](Scene &s) { ahead_queued(s, true); } },
 };
 
 } // namespace

@@ -549,8 +549,8 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 
 namespace {
 
-// A stream of READs, for *_odp_ahead_bound: a responder's READ of 64 KiB (a
-// job's least) that begins where its last READ ended queues a job
+// A stream of READs, for the *odp_ahead_* tests: a responder's READ of 64
+// KiB (a job's least) that begins where its last READ ended queues a job
 // (sroce_odp's fault-ahead) for the next 64 KiB of the MR, its last.
 const size_t kHead = 4096;	// the first READ
 const size_t kStream = 64 * 1024;	// the second, and the job's range
@@ -651,15 +651,15 @@ int resident(const uint8_t *p, size_t len)
 
 } // namespace
 
-// V for *_odp_ahead_bound, root: two RC pairs, then (after its QPs, as an
-// application that registers as it goes: at its exit uverbs deregisters
-// them before the QPs) two explicit ODP MRs over private anonymous memory
-// it never touches. "stream": streamed ok, a stream of READs out of each
-// MR through its pair, so that each responder queues its fault-ahead job
-// (its MR's last 64 KiB); "resident": resident N, the pages of those
-// ranges present (a job that ran faulted them in); "dereg": deregd MS
-// RC, of the first MR; "rereg": reregd MS RC, the second's access
-// changed (its translation retired).
+// V for the *odp_ahead_* tests, root: two RC pairs, then (after its QPs,
+// as an application that registers as it goes: at its exit uverbs
+// deregisters them before the QPs) two explicit ODP MRs over private
+// anonymous memory it never touches. "stream": streamed ok, a stream of
+// READs out of each MR through its pair, so that each responder queues
+// its fault-ahead job (its MR's last 64 KiB); "resident": resident N, the
+// pages of those ranges present (a job that ran faulted them in);
+// "dereg": deregd MS RC, of the first MR; "rereg": reregd MS RC, the
+// second's access changed (its translation retired).
 int victim_ahead(int fd, const char *devname)
 {
 	Streams st;
@@ -721,12 +721,12 @@ int victim_ahead(int fd, const char *devname)
 	return failures ? 1 : 0;
 }
 
-// A for *_odp_ahead_bound, nobody: @n RC pairs, and one ODP MR (read only)
-// over 68 KiB of private anonymous memory, touched, with the FUSE file
-// mapped right after it. "flood": flooded MS RC, a stream of READs on
-// each pair: each responder's fault-ahead job for the MR's last 64 KiB,
-// the file's, waits in the fault (the read held): as many as A's bound
-// of jobs lets queue, the others queue none.
+// A for the *odp_ahead_* tests, nobody: @n RC pairs, and one ODP MR (read
+// only) over 68 KiB of private anonymous memory, touched, with the FUSE
+// file mapped right after it. "flood": flooded MS RC, a stream of READs
+// on each pair: each responder's fault-ahead job for the MR's last 64
+// KiB, the file's, waits in the fault (the read held): as many as A's
+// bound of jobs lets queue, the others queue none.
 int attacker_ahead(int fd, const char *devname, const std::string &file,
 		   int n)
 {
