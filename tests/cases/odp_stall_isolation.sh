@@ -12,13 +12,14 @@
 # - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
 #   engine workqueue's share of CPU 0, and A sends V a packet there: V's
 #   ibv_destroy_qp() returns all the same.
-# - dereg_odp_ahead_bound: 264 streams of A's QPs each would queue a
+# - odp_ahead_bound: 264 streams of A's QPs each would queue a
 #   fault-ahead job that waits in the fault: A gets its bound of 16 jobs
 #   ("rdma res show mr -dd": ahead_queued), which wait there, and the
 #   others none (odp_ahead_refused); V's own streams' jobs then run at
-#   once (its MRs count them started, its pages present, prefetched),
-#   and V's ibv_dereg_mr() and ibv_rereg_mr() of their MRs return.
-# - exit_odp_ahead_bound: the same, V killed: it exits.
+#   once (its MRs count them started, its pages present, prefetched).
+#   Once the read is answered A's jobs end and give their counts back
+#   (odp_ahead_held back to 0); the server holds reads again, and A's
+#   streams again get 16 jobs, the rest none.
 # - dereg_odp_ahead_queued: sroce_odp runs 8 jobs at once (its sysfs
 #   max_active, set for the test and set back): 8 of A's 16 jobs wait in
 #   the fault, the rest, and V's jobs after them, wait in the queue; V's
@@ -53,6 +54,9 @@ odp_active=$(cat $max_active)
 # shellcheck disable=SC2064 # $mnt and $odp_active are known now
 trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
 	echo $odp_active > $max_active" EXIT
+# The device's fault-ahead jobs queued or running: none once a test's
+# QPs are gone (each job gave its counts back).
+held=/sys/class/infiniband/sroce0/ports/1/hw_counters/odp_ahead_held
 
 # Tasks whose kernel stack is in sroce: a run, a doorbell or a destroy
 # that did not end (an rdma resource listing could wait for its QP).
@@ -61,8 +65,8 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
-	destroy_wq_full dereg_odp_ahead_bound exit_odp_ahead_bound \
-	dereg_odp_ahead_queued exit_odp_ahead_queued; do
+	destroy_wq_full odp_ahead_bound dereg_odp_ahead_queued \
+	exit_odp_ahead_queued; do
 	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
 	rc=$?
 	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"
@@ -87,6 +91,8 @@ for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 		n=$(user_objects $o sroce0)
 		[ "$n" = 0 ] || bad+="$t: $n process $o objects left"$'\n'
 	done
+	[ "$(cat $held)" = 0 ] ||
+		bad+="$t: odp_ahead_held $(cat $held) once it ended, not 0"$'\n'
 	now=$(kernel_counts sroce0)
 	[ "$now" = "$base" ] ||
 		bad+="$t: kernel objects $now, not $base as before"$'\n'

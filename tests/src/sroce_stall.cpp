@@ -38,19 +38,18 @@
 //   there: V's work item waits, inactive, behind A's. V destroys its QP:
 //   the destroy drops the packet and takes the item off the queue itself.
 //   (Before: the destroy waited for a worker to run the item.)
-// dereg_odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR
-//   over 68 KiB of A's memory and the file after it, each would queue a
+// odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
+//   KiB of A's memory and the file after it, each would queue a
 //   fault-ahead job for the file's page: A gets its bound of them, 16,
 //   which wait in the fault, and the rest queue none (odp_ahead_refused).
-//   V's own streams then queue V's jobs, which run at once beside A's
-//   and fault V's ranges in; V's ibv_dereg_mr of one MR and ibv_rereg_mr
-//   of the other return. The premise is read from the MRs' counts ("rdma
+//   V's own streams then queue V's jobs, which run at once beside A's and
+//   fault V's ranges in. Then A's counts come back: once the read is
+//   answered A's jobs end and the device's odp_ahead_held is back to 0;
+//   the server holds reads again, and A's 264 streams get 16 jobs again,
+//   the rest none. The premise is read from the MRs' counts ("rdma
 //   resource show mr -dd": ahead_queued, ahead_run) and the device's.
 //   (Before the bound: A's 264 jobs filled ODP's fault-ahead workqueue,
-//   256 active, and V's waited behind them until the read was answered;
-//   before pending/inline-hold a queued job held an access to its map,
-//   and V's dereg waited for it.)
-// exit_odp_ahead_bound: the same, V killed instead: it exits.
+//   256 active, and V's waited behind them until the read was answered.)
 // dereg_odp_ahead_queued: sroce_odp runs 8 jobs at once (its max_active,
 //   which root may set: the test sets it, and sets it back whatever
 //   happens). A's 16 streams get 16 jobs, of which 8 start and wait in
@@ -765,22 +764,28 @@ JobCounts jobs_at_start(const char *dev)
 	return j;
 }
 
-// dereg_odp_ahead_bound, exit_odp_ahead_bound.
+// odp_ahead_bound.
 //
 // A's 264 streams, whose jobs wait in the fault, get kUserAhead jobs, the
 // rest none (a_jobs_held()): so A holds that many workers, and V's
 // streams then queue their jobs, which run at once and fault V's ranges
 // in, all within the bound: V's MRs count each its job queued and
-// started, V's 32 pages of those ranges are present, and the device
-// counts them prefetched, no job retired and no stream of V's refused.
-// V's ibv_dereg_mr of one MR and ibv_rereg_mr of the other (or V's kill)
-// then return (V exits), as they did before the bound, when V's jobs
-// waited in the queue behind A's (a queued job holds no access to its
-// map). (Before the bound: A's jobs filled the queue's 256 active slots,
-// V's jobs waited behind them until the read was answered, and so did
-// every user's asynchronous ODP pin release, and with it its device's
-// unregistration.)
-void ahead_past_user_bound(Scene &s, bool exits)
+// started, V's 32 pages of those ranges are present, the device counts
+// them prefetched and their counts given back (odp_ahead_held back to
+// A's), no job retired and no stream of V's refused. (Before the bound:
+// A's jobs filled the queue's 256 active slots, V's jobs waited behind
+// them until the read was answered, and so did every user's asynchronous
+// ODP pin release, and with it its device's unregistration.)
+//
+// Then A's counts come back. Once the read is answered, A's jobs end and
+// odp_ahead_held is back to where it was (a_jobs_ended()); the server
+// holds reads again, its file's pages dropped, and A's 264 streams again
+// get exactly kUserAhead jobs, which wait in the fault, and the rest none.
+// A count of A's that a job did not give back would leave A fewer jobs
+// and refuse more streams; one of all users' would leave odp_ahead_held
+// up, as the counts and the level are taken and dropped together
+// (sroce_ahead_hold(), sroce_ahead_unhold()).
+void ahead_user_bound(Scene &s)
 {
 	const int n = kMaxActive + 8, v_pages = 2 * 16;
 	const char *job = "sroce_ahead_work";
@@ -812,6 +817,7 @@ void ahead_past_user_bound(Scene &s, bool exits)
 		for (const Ahead &x : vm)
 			each = each && x.queued == 1 && x.run == 1;
 		return each && c1.prefetched - c0.prefetched >= v_pages &&
+		       c1.held == c0.held &&
 		       s.ask(s.v, "V", "resident", ans, limit_ms(kSetupS)) &&
 		       !strcmp(ans, ("resident " +
 				     std::to_string(v_pages)).c_str());
@@ -819,48 +825,29 @@ void ahead_past_user_bound(Scene &s, bool exits)
 	Ahead am = ahead_of(s.dev, s.a.pid);
 	bool ok = ran && c0.retired >= 0 && c1.retired == c0.retired &&
 		  c1.prefetched - c0.prefetched == v_pages &&
-		  c1.refused == c0.refused && am.queued == kUserAhead;
+		  c1.refused == c0.refused && c1.held == c0.held &&
+		  am.queued == kUserAhead;
 	CHECK(ok, "V's fault-ahead jobs did not run beside A's stalled ones "
 	      "within %ld s: V's ODP MRs' jobs (queued/started) %s, expected "
 	      "2 MRs at 1/1; V's %s, expected %d pages present; since V's "
-	      "streams %s -> %s, expected %d pages prefetched, nothing else "
-	      "moved; A's %s of %d streams, expected %d queued",
-	      kBoundS * time_scale(), str(vm).c_str(), ans, v_pages,
-	      c0.str().c_str(), c1.str().c_str(), v_pages, am.str().c_str(),
-	      n, kUserAhead);
-	if (exits) {
-		// At exit, uverbs deregisters V's MRs (newer than its QPs),
-		// then destroys the QPs.
-		kill(s.v.pid, SIGKILL);
-		int status = role_wait(s.v, limit_ms(kBoundS));
-		CHECK(status == 128 + SIGKILL, "V, killed beside A's stalled "
-		      "fault-ahead jobs, had not exited %ld s later (status "
-		      "%d); V: %s", kBoundS * time_scale(), status,
-		      stack_of(s.v.pid).c_str());
-		s.fs.release();
-		if (status < 0)
-			role_wait(s.v, limit_ms(kAfterS));
-		close(s.v.fd);
-		s.v = {};
-		return;
-	}
-	bool deregd = say(s.v.fd, "dereg") &&
-		      s.returns(s.v, "V's ibv_dereg_mr", "deregd",
-				limit_ms(kBoundS));
-	CHECK(deregd, "V's ibv_dereg_mr hung: not returned %ld s after it was "
-	      "called, beside A's stalled fault-ahead jobs; V: %s",
-	      kBoundS * time_scale(), stack_of(s.v.pid).c_str());
-	bool reregd = deregd && say(s.v.fd, "rereg") &&
-		      s.returns(s.v, "V's ibv_rereg_mr", "reregd",
-				limit_ms(kBoundS));
-	CHECK(!deregd || reregd, "V's ibv_rereg_mr hung: not returned %ld s "
-	      "after it was called, beside A's stalled fault-ahead jobs; V: "
-	      "%s", kBoundS * time_scale(), stack_of(s.v.pid).c_str());
+	      "streams %s -> %s, expected %d pages prefetched, V's jobs' "
+	      "counts given back, nothing else moved; A's %s of %d streams, "
+	      "expected %d queued", kBoundS * time_scale(), str(vm).c_str(),
+	      ans, v_pages, c0.str().c_str(), c1.str().c_str(), v_pages,
+	      am.str().c_str(), n, kUserAhead);
+	// A's counts come back once its jobs end.
 	s.fs.release();
-	if (!deregd)
-		s.comes_after(s.v, "V's ibv_dereg_mr", "deregd");
-	else if (!reregd)
-		s.comes_after(s.v, "V's ibv_rereg_mr", "reregd");
+	if (!s.a_jobs_ended(j0, "once the read was answered"))
+		return;
+	Ahead a1 = ahead_of(s.dev, s.a.pid);
+	int err = s.fs.hold(limit_ms(kSetupS));
+	CHECK(!err, "StallFs, told to hold reads again: %s", strerror(err));
+	if (err)
+		return;
+	JobCounts j1(s.dev);
+	if (!s.a_streams(" (again)") || !s.read_held())
+		return;
+	s.a_jobs_held(n, job, j1, a1, 0);
 }
 
 // dereg_odp_ahead_queued, exit_odp_ahead_queued.
@@ -1037,10 +1024,7 @@ const Test tests[] = {
 	{ "destroy_same_user", [](Scene &s) { destroy_under_stall(s, false); } },
 	{ "doorbell_to_stalled_peer", doorbell_to_stalled_peer },
 	{ "destroy_wq_full", destroy_wq_full },
-	{ "dereg_odp_ahead_bound",
-	  [](Scene &s) { ahead_past_user_bound(s, false); } },
-	{ "exit_odp_ahead_bound",
-	  [](Scene &s) { ahead_past_user_bound(s, true); } },
+	{ "odp_ahead_bound", ahead_user_bound },
 	{ "dereg_odp_ahead_queued", [](Scene &s) { ahead_queued(s, false); } },
 	{ "exit_odp_ahead_queued", [](Scene &s) { ahead_queued(s, true); } },
 };

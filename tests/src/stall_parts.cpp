@@ -726,7 +726,8 @@ int victim_ahead(int fd, const char *devname)
 // file mapped right after it. "flood": flooded MS RC, a stream of READs
 // on each pair: each responder's fault-ahead job for the MR's last 64
 // KiB, the file's, waits in the fault (the read held): as many as A's
-// bound of jobs lets queue, the others queue none.
+// bound of jobs lets queue, the others queue none. Again once those
+// ended: a new stream on each pair.
 int attacker_ahead(int fd, const char *devname, const std::string &file,
 		   int n)
 {
