@@ -1394,9 +1394,11 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  *
  * A job of the last message that has not started is cancelled (this
  * message's first 2 MiB are faulted in here, the rest by its copies). One
- * under way is never waited for: the engine runs on a WQ_MEM_RECLAIM
- * queue and must not wait for a job, which may wait in its fault for as
- * long as the memory's owner likes (sroce_odp_wq). It runs on, beside
+ * under way is never waited for: the engine must not wait for a job,
+ * which may wait in its fault for as long as the memory's owner likes
+ * (sroce_odp_wq), and an RDS QP's engine runs on the kernel QPs'
+ * WQ_MEM_RECLAIM queue (sroce_task.c), which must not wait for a queue
+ * without it. It runs on, beside
  * this message's faults of the same pages (a page both make present
  * counts as a fault and as prefetched), and the new job takes another
  * slot of @ahead; with every slot's job still running, this message

@@ -263,7 +263,8 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mutex_init(&qp->lock);
 	spin_lock_init(&qp->post_lock);
-	sroce_task_qp_init(qp);
+	/* A process's QP (charged to its user) runs apart from the kernel's. */
+	sroce_task_qp_init(qp, !!qp->kmem.ku);
 	sroce_ahead_init(&qp->resp.write_ahead, &sdev->ibdev, qp->kmem.ku);
 	sroce_ahead_init(&qp->resp.read_ahead, &sdev->ibdev, qp->kmem.ku);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;

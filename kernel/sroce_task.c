@@ -15,8 +15,36 @@
 #include "sroce_task.h"
 #include "sroce.h"
 
-/* The engine's workqueue: its work items run in process context. */
-static struct workqueue_struct *sroce_wq;
+/*
+ * The engine's workqueues: a QP's work item runs in process context on
+ * one of them, chosen when the QP is made and never changed
+ * (sroce_task_qp_init()). Both are per-CPU and high priority: a packet's
+ * QP runs on the CPU that received it, before a process busy-polling its
+ * CQ there.
+ *
+ * sroce_kernel_wq, WQ_MEM_RECLAIM: kernel consumers' QPs. The ULPs that
+ * write pages out (NVMe-oF, NFS over RDMA, SRP, iSER) need their QPs run
+ * while memory is short and the pool cannot make a worker: the queue's
+ * rescuer then runs them. Their runs reach kernel memory (kernel MRs;
+ * RDS's ODP MRs aside, made only for its socket users' fsdax memory,
+ * which pins refuse), never memory whose faults a process can hold.
+ *
+ * sroce_user_wq: the QPs made for a process (its user context's, and the
+ * XRC target QPs ib_core makes for it). Their runs may wait in an ODP
+ * fault of a user's memory for as long as its owner likes (a page of its
+ * FUSE file waits for the file's server), so they never share a queue
+ * with kernel QPs' runs: one user's runs stalled on a CPU, up to the
+ * queue's max_active (256), would leave every run queued after them there
+ * inactive; and a rescuer, sent when making a worker took over 10 ms,
+ * would run one and stall in its fault, leaving the queue without one. On
+ * kernels without e5a30c303b07 (6.1 among them) it also first moves every
+ * item of that CPU waiting for a worker onto its own list, to wait behind
+ * the stalled one: other users' runs as well. So this queue has no
+ * rescuer: a run waits only for the pool to make a worker, and for its
+ * CPU's max_active.
+ */
+static struct workqueue_struct *sroce_kernel_wq;
+static struct workqueue_struct *sroce_user_wq;
 
 /*
  * The QPs a doorbell runs itself on its way out: those its packets went to
@@ -42,24 +70,32 @@ struct sroce_inline {
 };
 
 /**
- * sroce_task_init - create the engine's workqueue, at module load
+ * sroce_task_init - create the engine's workqueues, at module load
  *
  * Return: 0, or -ENOMEM.
  */
 int sroce_task_init(void)
 {
-	/*
-	 * Per-CPU and high priority: a packet's QP runs on the CPU that
-	 * received it, before a process busy-polling its CQ there.
-	 */
-	sroce_wq = alloc_workqueue("sroce", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
-	return sroce_wq ? 0 : -ENOMEM;
+	sroce_kernel_wq = alloc_workqueue("sroce_kernel",
+					  WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	if (!sroce_kernel_wq)
+		return -ENOMEM;
+	/* Not WQ_MEM_RECLAIM: see sroce_kernel_wq. */
+	sroce_user_wq = alloc_workqueue("sroce_user", WQ_HIGHPRI, 0);
+	if (!sroce_user_wq)
+		goto err_user;
+	return 0;
+
+err_user:
+	destroy_workqueue(sroce_kernel_wq);
+	return -ENOMEM;
 }
 
 /* At module unload (or a failed load): every QP is gone. */
 void sroce_task_exit(void)
 {
-	destroy_workqueue(sroce_wq);
+	destroy_workqueue(sroce_user_wq);
+	destroy_workqueue(sroce_kernel_wq);
 }
 
 static void sroce_qp_work(struct work_struct *work);
@@ -67,10 +103,14 @@ static void sroce_qp_work(struct work_struct *work);
 /**
  * sroce_task_qp_init - set up a new QP's work item and receive queue
  * @qp: the QP, before packets or verbs can reach it
+ * @user: @qp is made for a process, which may have its runs wait in its
+ *        memory's faults: they go to sroce_user_wq, else to
+ *        sroce_kernel_wq, for good
  */
-void sroce_task_qp_init(struct sroce_qp *qp)
+void sroce_task_qp_init(struct sroce_qp *qp, bool user)
 {
 	INIT_WORK(&qp->work, sroce_qp_work);
+	qp->wq = user ? sroce_user_wq : sroce_kernel_wq;
 	skb_queue_head_init(&qp->rx_queue);
 }
 
@@ -78,12 +118,12 @@ void sroce_task_qp_init(struct sroce_qp *qp)
  * sroce_task_sched - run a QP's engine soon, in its work item
  * @qp: the QP
  *
- * Any context. Queues @qp's work item on this CPU unless it is queued
- * already; a run under way is followed by another.
+ * Any context. Queues @qp's work item on this CPU, on the QP's workqueue,
+ * unless it is queued already; a run under way is followed by another.
  */
 void sroce_task_sched(struct sroce_qp *qp)
 {
-	queue_work(sroce_wq, &qp->work);
+	queue_work(qp->wq, &qp->work);
 }
 
 /* Drop a packet for @qp that no run will take, and its reference. */
@@ -353,10 +393,10 @@ void sroce_task_doorbell(struct sroce_qp *qp)
  * @qp: the QP, marked destroyed and out of the QP table, the table's
  *      reference dropped
  *
- * Needs no worker: the engine's workqueue is shared, and any user can
- * fill a CPU's share of it (max_active) with work stalled in ODP faults
- * on its own FUSE file, so a destroy that waited for its QP's work to be
- * run there could wait as long as that user likes, uninterruptibly.
+ * Needs no worker: users' QPs share a workqueue, and any user can fill a
+ * CPU's share of it (max_active) with work stalled in ODP faults on its
+ * own FUSE file, so a destroy that waited for its QP's work to be run
+ * there could wait as long as that user likes, uninterruptibly.
  * Here the receive queue is closed (later packets are dropped as they
  * arrive) and emptied in the caller's thread. Then waits until every
  * reference is gone: a receive path's own (held across an enqueue and
@@ -364,7 +404,10 @@ void sroce_task_doorbell(struct sroce_qp *qp)
  * a doorbell on a QP of this QP's user context holds (sroce_inline_add()).
  * Last, a pending work item is taken off the queue, without a worker, and
  * a running one is waited for: that runs this QP's engine only, on this
- * QP's memory (its packets to other QPs are only queued to them).
+ * QP's memory (its packets to other QPs are only queued to them). A
+ * cancel, which check_flush_dependency() does not judge: a destroy from
+ * any work item (a kernel ULP's WQ_MEM_RECLAIM one) may wait for a work
+ * item of either queue. Nothing else waits for @qp's work.
  */
 void sroce_task_drain(struct sroce_qp *qp)
 {

@@ -47,7 +47,7 @@ int sroce_task_init(void);
 void sroce_task_exit(void);
 
 /* A QP's life: created, scheduled, fed packets, rung, destroyed. */
-void sroce_task_qp_init(struct sroce_qp *qp);
+void sroce_task_qp_init(struct sroce_qp *qp, bool user);
 void sroce_task_sched(struct sroce_qp *qp);
 bool sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl);
