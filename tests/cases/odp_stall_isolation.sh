@@ -11,7 +11,8 @@
 #   a worker; V destroys its QP; once the read is answered A has V's bytes.
 # - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
 #   engine workqueue's share of CPU 0, and A sends V a packet there: V's
-#   ibv_destroy_qp() returns all the same.
+#   ibv_destroy_qp() returns all the same. No workqueue's rescuer waits
+#   in A's fault (users' QPs run on a queue without one).
 # - odp_ahead_bound: 264 streams of A's QPs each would queue a
 #   fault-ahead job that waits in the fault: A gets its bound of 16 jobs
 #   ("rdma res show mr -dd": ahead_queued), which wait there, and the

@@ -37,7 +37,10 @@
 //   the FUSE page, sent by A from a second context), then sends V a packet
 //   there: V's work item waits, inactive, behind A's. V destroys its QP:
 //   the destroy drops the packet and takes the item off the queue itself.
-//   (Before: the destroy waited for a worker to run the item.)
+//   No workqueue's rescuer is among the threads in A's fault: users' QPs
+//   run on a queue without one. (Before: the destroy waited for a worker
+//   to run the item; and while users' QPs shared the WQ_MEM_RECLAIM
+//   queue with kernel QPs, its rescuer could take A's runs and stall.)
 // odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
 //   KiB of A's memory and the file after it, each would queue a
 //   fault-ahead job for the file's page: A gets its bound of them, 16,
@@ -427,11 +430,12 @@ struct Scene {
 	// A's waits on the same held read, so with @n over kMaxActive the
 	// queue has kMaxActive of A's runs active and the rest inactive,
 	// and a run queued after them is inactive too. How many workers
-	// took them is the workqueue's business, not a condition: on 6.1,
-	// once making a worker takes over 10 ms (a TCG VM), the queue's
-	// rescuer takes the active items that have no worker and runs them
-	// one at a time, the first waiting in the fault (130 of 256 workers
-	// were seen there once).
+	// took them is the workqueue's business, not a condition: the pool
+	// makes them one at a time, a few a second in a TCG VM. (When the
+	// engine's one queue had a rescuer, on 6.1 the rescuer, sent once
+	// making a worker took over 10 ms, took every active item that had
+	// no worker and ran them one at a time, the first waiting in the
+	// fault: 130 of 256 workers were seen there once.)
 	bool engine_held(const Counts &before, int n)
 	{
 		std::string one;
@@ -730,8 +734,14 @@ void destroy_wq_full(Scene &s)
 	CHECK(!strcmp(ans, "recv none"), "V's receive: '%s' while its work "
 	      "should wait behind A's (the workqueue was not full)", ans);
 	expect_delivered(s.dev, c0, "A's SEND to V");
-	workers = stalled_workers(&one);
+	std::string rescuers;
+	workers = stalled_workers(&one, nullptr, &rescuers);
 	CHECK(workers >= 1, "no worker waits in A's fault now");
+	CHECK(rescuers.empty(), "a workqueue's rescuer waits in A's fault: "
+	      "%s(of %d threads there; expected none: the engine runs users' "
+	      "QPs on a queue without one, and a rescuer that runs one of "
+	      "A's runs serves no other item until A's stall ends); one: %s",
+	      rescuers.c_str(), workers, one.c_str());
 	bool destroyed = s.destroy_in_time("with its work item inactive "
 					   "behind A's stalled ones");
 	s.fs.release();

@@ -66,9 +66,32 @@ inline bool in_odp_fault(const std::string &stack)
 	       stack.find("[sroce]") != std::string::npos;
 }
 
+// A task's name (/proc/PID/comm, without the newline).
+inline std::string comm_of(pid_t pid)
+{
+	std::string s = slurp("/proc/" + std::to_string(pid) + "/comm");
+
+	if (!s.empty() && s.back() == '\n')
+		s.pop_back();
+	return s;
+}
+
+// Is a kernel thread of name @comm a workqueue's rescuer? On 6.1 it is
+// named after its queue; on 6.12 "kworker/R-" and its queue's name. A
+// worker is "kworker/CPU:ID" or "kworker/uPOOL:ID" (then what it runs or
+// ran last).
+inline bool is_rescuer(const std::string &comm)
+{
+	return comm.rfind("kworker/", 0) != 0 ||
+	       comm.rfind("kworker/R-", 0) == 0;
+}
+
 // Kernel threads (sroce's workers) waiting in D state in an ODP fault of
-// sroce's, under function @frame if given: how many; one's stack in @one.
-inline int stalled_workers(std::string *one, const char *frame = nullptr)
+// sroce's, under function @frame if given: how many; one's stack in @one;
+// the names of those that are a workqueue's rescuer added to @rescuers,
+// if given, each with a space after it.
+inline int stalled_workers(std::string *one, const char *frame = nullptr,
+			   std::string *rescuers = nullptr)
 {
 	DIR *d = opendir("/proc");
 	int n = 0;
@@ -82,10 +105,14 @@ inline int stalled_workers(std::string *one, const char *frame = nullptr)
 		    state != 'D' || !(flags & kPfKthread))
 			continue;
 		std::string stack = stack_of(pid);
-		if (in_odp_fault(stack) &&
-		    (!frame || stack.find(frame) != std::string::npos) &&
-		    n++ == 0)
+		if (!in_odp_fault(stack) ||
+		    (frame && stack.find(frame) == std::string::npos))
+			continue;
+		if (n++ == 0)
 			*one = stack;
+		std::string name = rescuers ? comm_of(pid) : "";
+		if (rescuers && is_rescuer(name))
+			*rescuers += name + " ";
 	}
 	if (d)
 		closedir(d);
