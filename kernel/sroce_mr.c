@@ -316,11 +316,20 @@ static struct ib_mr *sroce_reg_null_mr(struct ib_pd *ibpd, u64 start,
  * @length: its bytes (implicit ODP: U64_MAX)
  * @iova: where its first byte is seen
  * @access: IB_ACCESS_*
- * @udata: REG_MR's driver data: SROCE_REG_MR_NULL asks for a null MR
+ * @udata: REG_MR's driver data: SROCE_REG_MR_NULL asks for a null MR;
+ *         NULL for a kernel consumer (ib_reg_user_mr())
+ *
+ * ODP is for users' MRs only. A kernel consumer's QPs run on the kernel
+ * QPs' WQ_MEM_RECLAIM queue (sroce_task.c), and an ODP MR follows its
+ * range's mappings, whatever they become after the registration: a page
+ * of its process's FUSE file would have such a QP's run wait in that
+ * file's server's fault, for as long as the process likes. So
+ * IB_ACCESS_ON_DEMAND without @udata is refused, as by a device without
+ * ODP (RDS asks it, for a socket user's buffer that cannot be pinned).
  *
  * Return: the MR, or an ERR_PTR: -EINVAL for a bad range or null MR
- * command, -EOPNOTSUPP for driver data we do not know, or the pinning's or
- * ODP's error.
+ * command, -EOPNOTSUPP for driver data we do not know or a kernel
+ * consumer's ODP, or the pinning's or ODP's error.
  */
 struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
@@ -335,6 +344,8 @@ struct ib_mr *sroce_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		return ERR_PTR(err);
 	if (flags & SROCE_REG_MR_NULL)
 		return sroce_reg_null_mr(ibpd, start, length, iova, access);
+	if ((access & IB_ACCESS_ON_DEMAND) && !udata)
+		return ERR_PTR(-EOPNOTSUPP);
 	err = sroce_mr_check(start, length, iova, access);
 	if (err)
 		return ERR_PTR(err);

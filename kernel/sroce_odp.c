@@ -693,12 +693,13 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
  * and may wait in that fault for as long as the memory's owner likes (a
  * page of its FUSE file waits for the file's server): no rescuer could
  * promise it progress under memory pressure, and nothing that reclaims
- * memory waits for it. ODP MRs are user memory, reached by user QPs (and
- * by RDS's, for its socket users' buffers): the kernel ULPs that write
- * pages out (NVMe-oF, NFS over RDMA, SRP, iSER) use kernel MRs only, and
- * the engine, which serves them from a WQ_MEM_RECLAIM queue, never waits
- * for a job (a stream's next message cancels its job if it has not
- * started and leaves it to finish if it has; sroce_map_fault_ahead()).
+ * memory waits for it. ODP MRs are users' memory, reached by users' QPs
+ * only: a kernel consumer gets none (sroce_reg_user_mr()), so the kernel
+ * ULPs that write pages out (NVMe-oF, NFS over RDMA, SRP, iSER), whose
+ * QPs the engine serves from a WQ_MEM_RECLAIM queue, queue no job. Nor
+ * does the engine wait for a job (a stream's next message cancels its
+ * job if it has not started and leaves it to finish if it has;
+ * sroce_map_fault_ahead()).
  * The MMU notifier takes only the umem_mutex, which no job holds across a
  * fault. And a rescuer hurt: on kernels before e5a30c303b07 (6.1 among
  * them) the rescuer, sent when making a worker took over 10 ms, moved
@@ -1396,16 +1397,14 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * message's first 2 MiB are faulted in here, the rest by its copies). One
  * under way is never waited for: the engine must not wait for a job,
  * which may wait in its fault for as long as the memory's owner likes
- * (sroce_odp_wq), and an RDS QP's engine runs on the kernel QPs'
- * WQ_MEM_RECLAIM queue (sroce_task.c), which must not wait for a queue
- * without it. It runs on, beside
- * this message's faults of the same pages (a page both make present
- * counts as a fault and as prefetched), and the new job takes another
- * slot of @ahead; with every slot's job still running, this message
- * queues none (odp_ahead_busy). Nor does it when the QP's user has
- * SROCE_ODP_USER_AHEAD jobs queued or running on the device, or all users
- * SROCE_ODP_AHEAD_JOBS (odp_ahead_refused; see sroce_odp_wq): a user
- * whose memory stalls its jobs' faults holds that many workers, no more.
+ * (sroce_odp_wq). It runs on, beside this message's faults of the same
+ * pages (a page both make present counts as a fault and as prefetched),
+ * and the new job takes another slot of @ahead; with every slot's job
+ * still running, this message queues none (odp_ahead_busy). Nor does it
+ * when the QP's user has SROCE_ODP_USER_AHEAD jobs queued or running on
+ * the device, or all users SROCE_ODP_AHEAD_JOBS (odp_ahead_refused; see
+ * sroce_odp_wq): a user whose memory stalls its jobs' faults holds that
+ * many workers, no more.
  * May sleep (the faults).
  */
 void sroce_map_fault_ahead(struct sroce_ahead *ahead, struct sroce_map *map,

@@ -25,9 +25,9 @@
  * sroce_kernel_wq, WQ_MEM_RECLAIM: kernel consumers' QPs. The ULPs that
  * write pages out (NVMe-oF, NFS over RDMA, SRP, iSER) need their QPs run
  * while memory is short and the pool cannot make a worker: the queue's
- * rescuer then runs them. Their runs reach kernel memory (kernel MRs;
- * RDS's ODP MRs aside, made only for its socket users' fsdax memory,
- * which pins refuse), never memory whose faults a process can hold.
+ * rescuer then runs them. Their runs reach kernel memory (kernel MRs,
+ * fast-registered pages, the DMA MR), never memory whose faults a process
+ * can hold: a kernel consumer gets no ODP MR (sroce_reg_user_mr()).
  *
  * sroce_user_wq: the QPs made for a process (its user context's, and the
  * XRC target QPs ib_core makes for it). Their runs may wait in an ODP

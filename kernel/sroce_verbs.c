@@ -30,6 +30,8 @@ static void sroce_query_odp(struct ib_device_attr *attr)
 	 * the pages in; what is advertised is what the tests prove (named in
 	 * Documentation/sroce.md): RC everything, UC sends, receives and
 	 * WRITE targets, UD sends and receives, XRC sends and SRQ receives.
+	 * For users' MRs: a kernel consumer's ODP registration is refused
+	 * (sroce_reg_user_mr()).
 	 */
 	attr->odp_caps.general_caps = IB_ODP_SUPPORT | IB_ODP_SUPPORT_IMPLICIT;
 	attr->odp_caps.per_transport_caps.rc_odp_caps =
