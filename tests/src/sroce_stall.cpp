@@ -29,7 +29,8 @@
 //   sharing a uid): the doorbell's list is per process, not per user.
 // doorbell_to_stalled_peer: V sends to A's QP, whose receive buffer is the
 //   FUSE page: V's ibv_post_send() returns while A's QP's run waits in
-//   the fault (in a worker), and V destroys its QP. Once the read is
+//   the fault (in a worker, of sroce_user, the engine's queue for users'
+//   QPs: the worker's name says so), and V destroys its QP. Once the read is
 //   answered, A's receive holds V's bytes. (Before: V's doorbell ran A's
 //   QP itself and waited in A's fault.)
 // destroy_wq_full: A fills the engine workqueue's 256 active items on CPU
@@ -37,10 +38,12 @@
 //   the FUSE page, sent by A from a second context), then sends V a packet
 //   there: V's work item waits, inactive, behind A's. V destroys its QP:
 //   the destroy drops the packet and takes the item off the queue itself.
-//   No workqueue's rescuer is among the threads in A's fault: users' QPs
-//   run on a queue without one. (Before: the destroy waited for a worker
-//   to run the item; and while users' QPs shared the WQ_MEM_RECLAIM
-//   queue with kernel QPs, its rescuer could take A's runs and stall.)
+//   Every worker of A's runs in the fault runs an item of sroce_user (its
+//   name says so), and no thread there is a workqueue's rescuer: users'
+//   QPs run on a queue of their own, without one. (Before: the destroy
+//   waited for a worker to run the item; and while users' QPs shared the
+//   WQ_MEM_RECLAIM queue with kernel QPs, its rescuer could take A's runs
+//   and stall.)
 // odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
 //   KiB of A's memory and the file after it, each would queue a
 //   fault-ahead job for the file's page: A gets its bound of them, 16,
@@ -81,6 +84,7 @@
 #include <algorithm>
 #include <fcntl.h>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -94,7 +98,9 @@ using tasks::stat_of;
 using tasks::wait_until;
 using tasks::workers_under;
 
-// The engine's workqueue (per CPU): max_active 0 (WQ_DFL_ACTIVE)
+// The engine's workqueue for users' QPs (per CPU): its name, and its
+// max_active 0 (WQ_DFL_ACTIVE)
+const char *const kUserQueue = "sroce_user";
 const int kMaxActive = 256;
 // The fault-ahead jobs a user may have queued or running on a device
 // (SROCE_ODP_USER_AHEAD, kernel/sroce_odp.c)
@@ -460,6 +466,29 @@ struct Scene {
 		return held;
 	}
 
+	// Every worker waiting in A's fault in a QP's run (sroce_qp_work; not
+	// an ODP job's) runs an item of sroce_user, the engine's queue for
+	// users' QPs, which its name shows (tasks::queue_running()), one at
+	// least: A's QPs run there, as the queue is chosen at create for whom
+	// the QP is made (sroce_task_qp_init()), never sroce_kernel, the
+	// kernel QPs' WQ_MEM_RECLAIM queue (nor "sroce", the one queue before
+	// both). Else said, @when.
+	bool on_user_queue(const char *when)
+	{
+		std::map<std::string, int> queues;
+		std::string one;
+		int n = stalled_workers(&one, "sroce_qp_work", nullptr, &queues);
+		bool ok = n >= 1 && queues.size() == 1 &&
+			  queues.count(kUserQueue);
+
+		CHECK(ok, "%s: the %d workers in A's fault under sroce_qp_work "
+		      "run items of %s; expected all of %s (the engine's queue "
+		      "for users' QPs). One: %s", when, n,
+		      tasks::queues_str(queues).c_str(), kUserQueue,
+		      one.c_str());
+		return ok;
+	}
+
 	// A's streams of READs ("flood"): all completed in time, else said.
 	bool a_streams(const char *round)
 	{
@@ -683,6 +712,8 @@ void doorbell_to_stalled_peer(Scene &s)
 			return stalled_workers(&one) >= 1;
 		});
 		CHECK(seen, "no worker of sroce waits in A's fault");
+		if (seen)
+			s.on_user_queue("A's QP's run");
 		s.destroy_in_time("while A's QP's run waits in A's fault");
 	}
 	s.fs.release();
@@ -742,6 +773,7 @@ void destroy_wq_full(Scene &s)
 	      "QPs on a queue without one, and a rescuer that runs one of "
 	      "A's runs serves no other item until A's stall ends); one: %s",
 	      rescuers.c_str(), workers, one.c_str());
+	s.on_user_queue("A's runs, the workqueue full");
 	bool destroyed = s.destroy_in_time("with its work item inactive "
 					   "behind A's stalled ones");
 	s.fs.release();

@@ -86,12 +86,37 @@ inline bool is_rescuer(const std::string &comm)
 	       comm.rfind("kworker/R-", 0) == 0;
 }
 
+// The workqueue whose work item a worker of name @comm runs now, or "":
+// while a worker runs an item, its /proc/PID/comm is its own name, "+"
+// and the item's queue's name ("kworker/0:1H+sroce_user": the kernel's
+// wq_worker_comm(), 6.1 and 6.12 alike; "-" and the name once the item
+// ended). A queue's name has no "+".
+inline std::string queue_running(const std::string &comm)
+{
+	size_t plus = comm.rfind('+');
+
+	return plus == std::string::npos ? "" : comm.substr(plus + 1);
+}
+
+// @queues (queue_running()'s, counted) on one line: "sroce_user: 256".
+inline std::string queues_str(const std::map<std::string, int> &queues)
+{
+	std::string s;
+
+	for (const auto &[q, k] : queues)
+		s += (s.empty() ? "" : ", ") + (q.empty() ? "(none)" : q) +
+		     ": " + std::to_string(k);
+	return s.empty() ? "(no thread)" : s;
+}
+
 // Kernel threads (sroce's workers) waiting in D state in an ODP fault of
 // sroce's, under function @frame if given: how many; one's stack in @one;
 // the names of those that are a workqueue's rescuer added to @rescuers,
-// if given, each with a space after it.
+// if given, each with a space after it; and, in @queues if given, how
+// many run an item of which workqueue (queue_running()).
 inline int stalled_workers(std::string *one, const char *frame = nullptr,
-			   std::string *rescuers = nullptr)
+			   std::string *rescuers = nullptr,
+			   std::map<std::string, int> *queues = nullptr)
 {
 	DIR *d = opendir("/proc");
 	int n = 0;
@@ -110,9 +135,11 @@ inline int stalled_workers(std::string *one, const char *frame = nullptr,
 			continue;
 		if (n++ == 0)
 			*one = stack;
-		std::string name = rescuers ? comm_of(pid) : "";
+		std::string name = rescuers || queues ? comm_of(pid) : "";
 		if (rescuers && is_rescuer(name))
 			*rescuers += name + " ";
+		if (queues)
+			(*queues)[queue_running(name)]++;
 	}
 	if (d)
 		closedir(d);
