@@ -223,6 +223,25 @@ sha() { timeout "$(tmo 120)" sha256sum "$1" | cut -d' ' -f1; }
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 
+# fuse_abort DIR: abort the FUSE connection mounted on DIR, if one is
+# (fusectl's abort, fusectl mounted for it if it is not): its requests
+# fail, so that no task waits for its server any more, stuck or gone. The
+# mount is found in /proc/self/mountinfo, not by stat(), which would ask
+# the server; its connection is named after the kernel's dev_t.
+fuse_abort() {
+	local dev ctl=/sys/fs/fuse/connections ours=
+	dev=$(awk -v d="$1" '$5 == d { for (i = 7; i < NF; i++)
+		if ($i == "-") { if ($(i + 1) == "fuse") print $3; break } }' \
+		/proc/self/mountinfo | tail -1)
+	[ -n "$dev" ] || return 0
+	dev=$(( ${dev%%:*} << 20 | ${dev#*:} ))
+	if [ ! -e "$ctl/$dev/abort" ]; then
+		mount -t fusectl fusectl $ctl 2>/dev/null && ours=1
+	fi
+	echo 1 2>/dev/null > "$ctl/$dev/abort"
+	[ -z "$ours" ] || umount -l $ctl
+}
+
 # unload MODULE: unload it (and what it alone pulled in) if it is loaded
 unload() {
 	[ -d "/sys/module/${1//-/_}" ] || return 0

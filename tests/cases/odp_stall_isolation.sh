@@ -56,7 +56,7 @@ max_active=/sys/bus/workqueue/devices/sroce_odp/max_active
 [ -w $max_active ] || fail "no $max_active: sroce_odp is not WQ_SYSFS"
 odp_active=$(cat $max_active)
 # shellcheck disable=SC2064 # $mnt and $odp_active are known now
-trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
+trap "fuse_abort '$mnt'; umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
 	echo $odp_active > $max_active" EXIT
 # The device's fault-ahead jobs queued or running: none once a test's
 # QPs are gone (each job gave its counts back).
@@ -80,6 +80,9 @@ for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 		bad+=" $odp_active as before"$'\n'
 		echo "$odp_active" > $max_active
 	fi
+	# A test killed by its timeout may leave a server stuck, and the
+	# tasks that wait for it: its connection is aborted first.
+	fuse_abort "$mnt"
 	if mountpoint -q "$mnt"; then
 		bad+="$t: StallFs still mounted on $mnt"$'\n'
 		umount -l "$mnt"

@@ -21,7 +21,7 @@
 	skip "no FUSE in this kernel (CONFIG_FUSE_FS): no fault to stall"
 mnt=$(mktemp -d /tmp/sroce-xrc-stall.XXXXXX) || fail "mktemp -d"
 # shellcheck disable=SC2064 # $mnt is known now
-trap "umount -l '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
+trap "fuse_abort '$mnt'; umount -l '$mnt' 2>/dev/null; rmdir '$mnt'" EXIT
 link_add sroce0 eth0
 out=$(timeout "$(tmo 180)" "$xfer" sroce0 xrc_foreign_stall rc 1024 \
 	"$mnt" 2>&1)

@@ -342,8 +342,9 @@ private:
 };
 
 // A test's world: the file system, V and A. Whatever happened, it ends by
-// answering the reads held, letting V and A end (each must, in time,
-// with status 0) and unmounting.
+// answering the reads held (or, if the server does not, aborting its
+// connection), letting V and A end (each must, in time, with status 0)
+// and unmounting (which aborts the connection first, in case).
 struct Scene {
 	const char *dev;
 	std::string dir;
@@ -621,7 +622,15 @@ struct Scene {
 
 	~Scene()
 	{
-		fs.release();
+		// A server that does not answer (stuck) fails the test, and
+		// its connection is aborted: the reads held fail, and every
+		// task waiting for one goes on.
+		bool released = fs.release(limit_ms(kBoundS));
+		CHECK(released, "StallFs's server did not answer the reads it "
+		      "held within %ld s: its connection aborted",
+		      kBoundS * time_scale());
+		if (!released)
+			fs.abort();
 		int va = v.pid > 0 ? role_end(v, limit_ms(kAfterS)) : 0;
 		int aa = a.pid > 0 ? role_end(a, limit_ms(kAfterS)) : 0;
 		CHECK(va == 0 && aa == 0, "V ended with %d, A with %d (-1: "

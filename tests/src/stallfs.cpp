@@ -4,8 +4,9 @@
 // answers what the kernel asks of a file system of one regular file (INIT,
 // LOOKUP, GETATTR, OPEN, READ, WRITE, FLUSH, RELEASE...) at once, but a
 // READ of the file, which it holds while the test says so and reports to
-// the test as "read OFFSET LENGTH"; told "hold", it drops the file's
-// cached pages and holds reads again ("holding ERRNO"). Protocol:
+// the test as "read OFFSET LENGTH"; told "release", it answers them and
+// every read after ("released"); told "hold", it drops the file's cached
+// pages and holds reads again ("holding ERRNO"). Protocol:
 // include/uapi/linux/fuse.h.
 #include "stallfs.h"
 
@@ -15,7 +16,9 @@
 #include <linux/fuse.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -32,13 +35,21 @@ struct Held {
 	uint32_t len;
 };
 
+// One thread answers the kernel's requests and the test's lines; the
+// drop of the file's pages (hold) runs in a second one, as the kernel
+// takes each page's lock for it, and a read in flight holds its page's
+// lock until this thread has answered it.
 class Server {
 public:
 	Server(int dev, int ctl) : dev_(dev), ctl_(ctl) {}
+	~Server();
 	int run();
 
 private:
 	bool from_test();
+	void answer_held();
+	void start_drop();
+	void drop_ended();
 	void request(const fuse_in_header &in, const uint8_t *arg, size_t len);
 	void reply(uint64_t unique, int error, const void *p = nullptr,
 		   size_t n = 0);
@@ -53,7 +64,24 @@ private:
 	bool hold_ = true;
 	std::vector<Held> held_;
 	std::vector<uint8_t> data_;
+	// The drop under way: its thread, which writes its errno to
+	// dropped_[1] as it ends.
+	std::thread dropper_;
+	int dropped_[2] = { -1, -1 };
 };
+
+Server::~Server()
+{
+	// Ended with a drop under way (the test went): it goes with the
+	// process, and keeps its pipe till then.
+	if (dropper_.joinable()) {
+		dropper_.detach();
+		return;
+	}
+	for (int fd : dropped_)
+		if (fd >= 0)
+			close(fd);
+}
 
 void fill_attr(uint64_t node, fuse_attr &a)
 {
@@ -73,9 +101,10 @@ int Server::run()
 	std::vector<uint8_t> buf(kRequestMax);
 
 	for (;;) {
-		pollfd p[2] = { { dev_, POLLIN, 0 }, { ctl_, POLLIN, 0 } };
+		pollfd p[3] = { { dev_, POLLIN, 0 }, { ctl_, POLLIN, 0 },
+				{ dropped_[0], POLLIN, 0 } };
 
-		if (poll(p, 2, -1) < 0) {
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 1;
@@ -84,6 +113,8 @@ int Server::run()
 		// connection (the reads held fail).
 		if (p[1].revents && !from_test())
 			return 0;
+		if (p[2].revents)
+			drop_ended();
 		// Unmounted.
 		if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL))
 			return 0;
@@ -113,16 +144,56 @@ bool Server::from_test()
 		return false;
 	if (!strcmp(line, "release")) {
 		hold_ = false;
-		for (const Held &h : held_)
-			answer_read(h);
-		held_.clear();
+		answer_held();
+		say(ctl_, "released");
 	} else if (!strcmp(line, "hold")) {
-		int err = drop_pages();
-
-		hold_ = true;
-		say(ctl_, "holding %d", err);
+		start_drop();
 	}
 	return true;
+}
+
+void Server::answer_held()
+{
+	for (const Held &h : held_)
+		answer_read(h);
+	held_.clear();
+}
+
+// Drop the file's pages in a thread of its own, answering the reads held
+// and every read until the drop has ended (drop_ended()): the kernel
+// takes each page's lock to drop it, and a read of the page in flight
+// holds it until it is answered. A read answered meanwhile may leave its
+// page cached again, which a test sees: its next access does not wait.
+void Server::start_drop()
+{
+	if (dropper_.joinable()) {
+		say(ctl_, "holding %d", EBUSY);
+		return;
+	}
+	if (dropped_[0] < 0 && pipe2(dropped_, O_CLOEXEC)) {
+		say(ctl_, "holding %d", errno);
+		return;
+	}
+	hold_ = false;
+	answer_held();
+	dropper_ = std::thread([this] {
+		int err = drop_pages();
+		ssize_t n = ::write(dropped_[1], &err, sizeof(err));
+
+		(void)n;	// a pipe of our own: it takes 4 bytes
+	});
+}
+
+// The drop ended: hold every read from now on, and tell the test.
+void Server::drop_ended()
+{
+	int err = EIO;
+
+	if (::read(dropped_[0], &err, sizeof(err)) != sizeof(err))
+		err = EIO;
+	dropper_.join();
+	hold_ = true;
+	say(ctl_, "holding %d", err);
 }
 
 // Drop the file's pages from the page cache, and so from every mapping
@@ -339,20 +410,44 @@ int StallFs::mount(const std::string &dir, long ms)
 		return err;
 	}
 	mounted_ = !strcmp(line, "mounted");
-	return mounted_ ? 0 : EPROTO;
+	if (!mounted_)
+		return EPROTO;
+	// The connection's name in fusectl: the superblock's device number,
+	// as the kernel writes it (MKDEV(), not the C library's encoding).
+	struct stat st;
+	if (!stat(dir_.c_str(), &st))
+		conn_ = std::to_string((uint64_t(major(st.st_dev)) << 20) |
+				       minor(st.st_dev));
+	return 0;
 }
 
 bool StallFs::held_read(long ms, uint64_t *off, uint32_t *len)
 {
 	char line[kLine];
+	long end = now_ms() + ms;
+	bool heard;
 
-	return server_.fd >= 0 && hear(server_.fd, line, ms) &&
+	// What a release not waited for said comes first.
+	do
+		heard = server_.fd >= 0 &&
+			hear(server_.fd, line, std::max(1L, end - now_ms()));
+	while (heard && !strcmp(line, "released"));
+	return heard &&
 	       sscanf(line, "read %" SCNu64 " %" SCNu32, off, len) == 2;
 }
 
-bool StallFs::release()
+bool StallFs::release(long ms)
 {
-	return server_.fd >= 0 && say(server_.fd, "release");
+	char line[kLine];
+	long end = now_ms() + ms;
+
+	if (server_.fd < 0 || !say(server_.fd, "release"))
+		return false;
+	// The lines of reads held, not heard yet, come first.
+	while (ms > 0 && hear(server_.fd, line, std::max(1L, end - now_ms())))
+		if (!strcmp(line, "released"))
+			return true;
+	return ms <= 0;
 }
 
 int StallFs::hold(long ms)
@@ -370,15 +465,47 @@ int StallFs::hold(long ms)
 	return ETIMEDOUT;
 }
 
+// fusectl's folder, where each FUSE connection has its own, named after
+// its superblock's device (fs/fuse/control.c, 6.1 and 6.12).
+const char *const kFuseCtl = "/sys/fs/fuse/connections";
+
+int StallFs::abort()
+{
+	std::string file = std::string(kFuseCtl) + "/" + conn_ + "/abort";
+	bool ours = false;
+	int err = 0;
+
+	if (conn_.empty())
+		return ENOENT;
+	// Not mounted where no one did (the test VM's init): mounted for
+	// the write, and unmounted again.
+	if (access(file.c_str(), W_OK) &&
+	    !::mount("fusectl", kFuseCtl, "fusectl", 0, nullptr))
+		ours = true;
+	int fd = open(file.c_str(), O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "1", 1) != 1)
+		err = errno;
+	if (fd >= 0)
+		close(fd);
+	if (ours)
+		umount2(kFuseCtl, MNT_DETACH);
+	return err;
+}
+
 bool StallFs::unmount(long ms)
 {
 	bool ok = true;
 
+	// Whatever the server does (stuck, or gone while a drop of its
+	// thread waits in the kernel), nothing waits for it any more.
+	if (mounted_ && abort())
+		ok = false;
 	// Busy (a process still has the file): detached, gone when it goes.
 	if (mounted_ && umount2(dir_.c_str(), 0) &&
 	    umount2(dir_.c_str(), MNT_DETACH))
 		ok = false;
 	mounted_ = false;
+	conn_.clear();
 	if (server_.pid >= 0 && role_end(server_, ms) != 0)
 		ok = false;
 	return ok;

@@ -13,7 +13,10 @@
 // The server speaks /dev/fuse itself (no libfuse, no fusermount): a forked
 // process (tests/src/role.h), root, that mounts the file system with
 // mount(2). When the test process ends, so does the server, and the
-// kernel aborts the connection: no read stays held past the test.
+// kernel aborts the connection: no read stays held past the test. The
+// test aborts the connection itself (fusectl's abort) before it unmounts,
+// or when the server does not answer: a server that is stuck holds no
+// read, nor a task waiting for one, past the test either.
 #pragma once
 
 #include "role.h"
@@ -45,21 +48,31 @@ public:
 	// A read the server is holding, reported within @ms (each once):
 	// its offset and length. False if none came.
 	bool held_read(long ms, uint64_t *off, uint32_t *len);
-	// Answer the reads held, and every read from now on.
-	bool release();
+	// Answer the reads held, and every read from now on. False if the
+	// server could not be told, or with @ms if it did not say within
+	// @ms that it did (it is stuck: abort()).
+	bool release(long ms = 0);
 	// Hold every read from now on again, as from the mount, once the
 	// file's pages are dropped from the page cache and from every
 	// mapping of them (FUSE_NOTIFY_INVAL_INODE): the next access to one
-	// reads it again, and waits. Only when no read is in flight: the
-	// kernel drops a page under its lock, which a read in flight holds
-	// until the server, waiting there, answered it. Within @ms: 0, or an
-	// errno (the server's write of the notification, or ETIMEDOUT).
+	// reads it again, and waits. The reads held are answered first, and
+	// so is every read until the pages are dropped (the kernel drops a
+	// page under its lock, which a read in flight holds until it is
+	// answered): meant for when none is in flight, as a page read
+	// meanwhile may stay cached. Within @ms: 0, or an errno (the
+	// server's write of the notification, or ETIMEDOUT).
 	int hold(long ms);
-	// Unmount and wait for the server to end (@ms). False if either failed.
+	// Abort the connection (/sys/fs/fuse/connections/N/abort; fusectl
+	// mounted for it if it is not): every request in flight fails, the
+	// reads held among them, and so do those after. 0, or an errno.
+	int abort();
+	// Abort the connection, unmount and wait for the server to end
+	// (@ms). False if any failed.
 	bool unmount(long ms = 10000);
 
 private:
 	std::string dir_;
+	std::string conn_;	// the connection's folder in fusectl
 	Role server_;
 	bool mounted_ = false;
 };
