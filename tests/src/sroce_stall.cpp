@@ -71,7 +71,8 @@
 //   their counts (odp_ahead_held). (Before pending/inline-hold a queued
 //   job held an access to its map, and V's dereg waited for it.)
 // exit_odp_ahead_queued: the same, V killed instead: it exits, though
-//   uverbs deregisters its MRs before its QPs, and at exit the wait of a
+//   uverbs deregisters its MRs before its QPs (newest first: V makes its
+//   MRs last), and at exit the wait of a
 //   dereg cannot be killed (SIGKILL is dequeued by then). Its QPs'
 //   destroy took its jobs off the queue: odp_ahead_held down by 2, no
 //   job retired, no page prefetched, then and once A's jobs all ran.
@@ -833,9 +834,12 @@ JobCounts jobs_at_start(const char *dev)
 // holds reads again, its file's pages dropped, and A's 264 streams again
 // get exactly kUserAhead jobs, which wait in the fault, and the rest none.
 // A count of A's that a job did not give back would leave A fewer jobs
-// and refuse more streams; one of all users' would leave odp_ahead_held
-// up, as the counts and the level are taken and dropped together
-// (sroce_ahead_hold(), sroce_ahead_unhold()).
+// and refuse more streams; a job that never gives its counts back (no
+// sroce_ahead_unhold()) would leave odp_ahead_held up, as the counts and
+// the level are taken and dropped together (sroce_ahead_hold(),
+// sroce_ahead_unhold()). The level is no witness of the count of all
+// users' alone: a lost decrement of it, or an extra increment, shows
+// only in the module's WARN at unload (sroce_odp_exit()).
 void ahead_user_bound(Scene &s)
 {
 	const int n = kMaxActive + 8, v_pages = 2 * 16;
@@ -997,9 +1001,20 @@ void ahead_queued(Scene &s, bool exits)
 	if (exits) {
 		if (!v_waits("before V is killed", 2, 2))
 			return;
-		// At exit, uverbs deregisters V's MRs (newer than its QPs)
-		// before it destroys the QPs whose jobs are queued; the
-		// destroys take the jobs off the queue (sroce_ahead_stop()).
+		// At exit, uverbs deregisters V's MRs before it destroys
+		// the QPs whose jobs are queued; the destroys take the jobs
+		// off the queue (sroce_ahead_stop()). That order is what
+		// makes this test of the MRs' deregistration: it holds as
+		// V makes its MRs after its QPs (victim_ahead(): the
+		// Streams' QPs, then the MRs), and uverbs destroys a
+		// context's objects newest first (rdma_alloc_commit_uobject()
+		// list_add()s each at the head of ufile->uobjects,
+		// __uverbs_cleanup_ufile() walks it from the head: 6.1 and
+		// 6.12 drivers/infiniband/core/rdma_core.c:651 and :896).
+		// Nothing here sees it: were the QPs destroyed first, their
+		// jobs would be cancelled before any dereg, and this would
+		// pass whatever a queued job holds; dereg_odp_ahead_queued
+		// shows the property itself, whatever the order at exit.
 		kill(s.v.pid, SIGKILL);
 		int status = role_wait(s.v, limit_ms(kBoundS));
 		CHECK(status == 128 + SIGKILL, "V, killed with its MRs' jobs "
