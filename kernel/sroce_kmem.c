@@ -93,21 +93,28 @@ void sroce_kmem_fini(struct sroce_dev *sdev)
 }
 
 /*
- * The user a process is charged as: its effective uid; in a user namespace
- * a user made, that user, so that the uids the namespace maps (from the
- * user's subordinate ids) are not each a user with a bound of its own. In
- * one root made (a container), the uid the administrator mapped the
- * process to, as outside: the containers do not share root's bound.
+ * The user a process is charged as: one that only an administrator can
+ * multiply. Its effective uid; in a user namespace a user made, that user,
+ * so that the uids the namespace maps (from the user's subordinate ids)
+ * are not each a user with a bound of its own. In one root made (a
+ * container), the uid its root is mapped to: the container's root may
+ * become any uid it maps, thousands of them, and is one user however many
+ * it takes; the containers do not share root's bound. A container that
+ * maps no root: the uid the process is mapped to, as outside.
  */
 static kuid_t sroce_kmem_uid(void)
 {
-	const struct user_namespace *ns = current_user_ns();
+	struct user_namespace *ns = current_user_ns();
+	kuid_t root;
 
 	if (ns == &init_user_ns)
 		return current_euid();
 	while (ns->parent != &init_user_ns)
 		ns = ns->parent;
-	return uid_eq(ns->owner, GLOBAL_ROOT_UID) ? current_euid() : ns->owner;
+	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return ns->owner;
+	root = make_kuid(ns, 0);
+	return uid_valid(root) ? root : current_euid();
 }
 
 /**

@@ -782,10 +782,11 @@ static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
  * unbound queue may, WQ_UNBOUND_MAX_ACTIVE: one user cannot take every
  * worker from the others' jobs, nor from the QPs' fault-ahead jobs.
  *
- * A user is a kuid, and a container's root may hold thousands of them
- * (every uid mapped into its user namespace). So the jobs of all users of
- * all devices are also bounded together, at SROCE_ODP_LATER_JOBS, the
- * queue's max_active (only these jobs run on it): past that every access
+ * A user is a kuid that only an administrator can multiply (a container
+ * root made is one, sroce_kmem_uid()), but there may be many. So the jobs
+ * of all users of all devices are also bounded together, at
+ * SROCE_ODP_LATER_JOBS, the queue's max_active (only these jobs run on
+ * it): past that every access
  * that would queue one is refused as past its user's bound (RNR NAKed,
  * odp_later_refused), and a job admitted finds a worker, never waiting
  * inactive behind stalled ones (on one NUMA node; from 6.9 the limit is
