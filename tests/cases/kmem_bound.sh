@@ -3,7 +3,10 @@
 # per device (max_kmem_mb): past either (CQs; the largest QP and SRQ past
 # the user's bound), ENOMEM, counted in kmem_refused, nothing charged;
 # kmem_bytes and "rdma resource show cq -dd"'s kmem say what is held, and
-# all of it goes with the objects. sroce-check kmem sets the parameters;
+# all of it goes with the objects. The uids of a user namespace root made
+# (a container's, 0 and 1 mapped to 200000 and 200001) are one user, the
+# uid its root is mapped to: what the namespace's root holds counts
+# against what its uid 1 may have. sroce-check kmem sets the parameters;
 # they are put back here.
 # shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"

@@ -32,7 +32,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <set>
 #include <sys/mman.h>
 #include <span>
@@ -1146,12 +1148,97 @@ std::vector<ibv_cq *> cqs_until_refused(ibv_context *c, const char *dev,
 	return cqs;
 }
 
+// Write @text to @path; false (said) if it could not be.
+bool write_file(const std::string &path, const char *text)
+{
+	int fd = open(path.c_str(), O_WRONLY);
+	ssize_t len = ssize_t(strlen(text));
+	bool ok = fd >= 0 && write(fd, text, size_t(len)) == len;
+
+	CHECK(ok, "writing '%s' to %s: %s", text, path.c_str(),
+	      strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+// In a child of ours, in a user namespace root made (as a container's),
+// its uids 0 and 1 mapped to 200000 and 200001: a context opened as the
+// namespace's root makes 2 of the CQs of cmd_kmem(), then one opened with
+// effective uid 1 gets one more, the bound's last, and the next is
+// refused: the container is one user, the uid its root is mapped to,
+// whatever uid its processes take (sroce_kmem_uid()). With each uid a
+// user of its own, the second context would get 3 more. The device's
+// bound must leave room for 4.
+void container_is_one_user(const char *dev)
+{
+	int ready[2], go[2];
+
+	if (pipe(ready) || pipe(go)) {
+		CHECK(false, "pipe: %s", strerror(errno));
+		return;
+	}
+	fflush(nullptr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c = 0;
+		bool in = !unshare(CLONE_NEWUSER) &&
+			  write(ready[1], "u", 1) == 1 &&
+			  read(go[0], &c, 1) == 1 && c == 'm' &&
+			  !setresgid(0, 0, 0) && !setresuid(0, 0, 0);
+		if (!in) {
+			perror("becoming root of a new user namespace");
+			_exit(2);
+		}
+		Context root(dev);
+		if (!root)
+			_exit(1);
+		ibv_cq *cq[2] = {};
+		for (ibv_cq *&q : cq) {
+			q = ibv_create_cq(root.get(), 32768, nullptr, nullptr, 0);
+			CHECK(q, "the container's root: a CQ: %s",
+			      strerror(errno));
+		}
+		std::vector<ibv_cq *> more;
+		if (setresuid(-1, 1, -1)) {
+			CHECK(false, "seteuid 1 in the namespace: %s",
+			      strerror(errno));
+		} else {
+			Context one(dev);
+			if (one)
+				more = cqs_until_refused(one.get(), dev, 1,
+							 "the container's uid 1, "
+							 "its root holding 2 CQs");
+			for (ibv_cq *q : more)
+				CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+		}
+		for (ibv_cq *q : cq)
+			if (q)
+				CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+		_exit(failures ? 1 : 0);
+	}
+	char c = 0;
+	std::string proc = "/proc/" + std::to_string(pid);
+	bool mapped = pid > 0 && read(ready[0], &c, 1) == 1 && c == 'u' &&
+		      write_file(proc + "/uid_map", "0 200000 2\n") &&
+		      write_file(proc + "/gid_map", "0 200000 2\n");
+	CHECK(pid > 0 && write(go[1], mapped ? "m" : "x", 1) == 1,
+	      "telling the container's root to go on: %s", strerror(errno));
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
+	      WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "the container's processes failed (status 0x%x)", status);
+	for (int fd : { ready[0], ready[1], go[0], go[1] })
+		close(fd);
+}
+
 // As root: this process's CQs of 2 MiB are bounded by max_user_kmem_mb (8:
 // the fourth is refused), a process of another user (uid 65534) has a
 // bound of its own but shares the device's (set so that its second CQ is
-// the last that fits); each refusal counts in kmem_refused, kmem_bytes and
-// "rdma resource"'s kmem tell what the CQs hold, and all of it goes with
-// them. The case saves and restores the parameters.
+// the last that fits), and a container's uids share one
+// (container_is_one_user()); each refusal counts in kmem_refused,
+// kmem_bytes and "rdma resource"'s kmem tell what the CQs hold, and all of
+// it goes with them. The case saves and restores the parameters.
 int cmd_kmem(const char *dev)
 {
 	long long base = hw_counter(dev, "kmem_bytes");
@@ -1245,9 +1332,20 @@ int cmd_kmem(const char *dev)
 	CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes %lld after "
 	      "every CQ went, %lld before", hw_counter(dev, "kmem_bytes"),
 	      base);
+
+	// A container's uids: one user.
+	refused = hw_counter(dev, "kmem_refused");
+	set_param("max_kmem_mb", 0);
+	container_is_one_user(dev);
+	CHECK(hw_counter(dev, "kmem_refused") == refused + 1, "kmem_refused "
+	      "grew by %lld in the container, expected 1",
+	      hw_counter(dev, "kmem_refused") - refused);
+	CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes %lld after "
+	      "the container's CQs went, %lld before",
+	      hw_counter(dev, "kmem_bytes"), base);
 	if (!failures)
-		printf("kmem: user and device bounds enforced, %lld bytes a "
-		       "CQ\n", one);
+		printf("kmem: user, container and device bounds enforced, "
+		       "%lld bytes a CQ\n", one);
 	return failures ? 1 : 0;
 }
 
