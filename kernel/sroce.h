@@ -421,8 +421,8 @@ struct sroce_inline;
  *           completed, the one the responder holds a copy of or takes next;
  *           advanced and published as each completes (under @lock)
  * @work: runs the QP's engine (sroce_task.c; process context, may sleep)
- * @wq: the workqueue @work is queued on: a user QP's or a kernel QP's
- *      (sroce_task.c), set at create, never changed
+ * @wq: the workqueue @work is queued on: its user's own, or the kernel
+ *      QPs' (sroce_task.c), set at create, never changed
  * @destroyed: set under @lock by destroy; the engine does nothing after it
  * @active: what the engine last published as the SQ's kernel_active
  * @inl: while a doorbell runs the engine (under @lock): where its loopback

@@ -27,13 +27,17 @@
  * on a workqueue the users share, by kind (an ODP range's faults that an
  * access could not wait for; the faults ahead of its QPs' streams,
  * sroce_odp.c), so that one user's stalled jobs cannot take every worker:
- * sroce_kmem_job_start(), sroce_kmem_job_end().
+ * sroce_kmem_job_start(), sroce_kmem_job_end(). And it holds the user's
+ * own workqueue, which its QPs' runs share with no other user's, made
+ * with its first QP and charged to it: sroce_kmem_wq_get(),
+ * sroce_kmem_wq_put().
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
 #include <linux/user_namespace.h>
 #include <linux/moduleparam.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "sroce_kmem.h"
 #include "sroce.h"
@@ -57,6 +61,10 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  * @jobs: jobs of the user's memory queued or running, by kind
  *        (sroce_kmem_job_start())
  * @sdev: the device, whose table of users holds this one
+ * @wq: the user's own workqueue, or NULL (sroce_kmem_wq_get()); under
+ *      @sdev's kmem_lock
+ * @wq_users: the objects that hold @wq (its user's QPs); under @sdev's
+ *            kmem_lock
  */
 struct sroce_kmem_user {
 	struct kref ref;
@@ -64,6 +72,8 @@ struct sroce_kmem_user {
 	atomic64_t bytes;
 	atomic_t jobs[SROCE_JOB_KINDS];
 	struct sroce_dev *sdev;
+	struct workqueue_struct *wq;
+	unsigned int wq_users;
 };
 
 /* @mb MiB, or for 0 RAM >> @ram_shift. */
@@ -176,6 +186,7 @@ static void sroce_kmem_user_release(struct kref *ref)
 	WARN_ON(atomic64_read(&ku->bytes));
 	for (i = 0; i < SROCE_JOB_KINDS; i++)
 		WARN_ON(atomic_read(&ku->jobs[i]));
+	WARN_ON(ku->wq || ku->wq_users);
 	xa_erase(&ku->sdev->kmem_users, from_kuid(&init_user_ns, ku->uid));
 	kfree(ku);
 }
@@ -295,4 +306,75 @@ void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind)
 {
 	if (ku)
 		atomic_dec(&ku->jobs[kind]);
+}
+
+/*
+ * What a user's workqueue costs, charged to the user: its part on each
+ * possible CPU (the kernel's struct pool_workqueue, 256-byte aligned), and
+ * the queue itself with its name. Not charged to a memory cgroup: the
+ * kernel allocates it without __GFP_ACCOUNT.
+ */
+static size_t sroce_kmem_wq_bytes(void)
+{
+	return (num_possible_cpus() + 4) * 256;
+}
+
+/**
+ * sroce_kmem_wq_get - the user's own workqueue, made if it has none
+ * @sdev: the device
+ * @ku: the user (the caller holds a reference)
+ * @flags: the queue's flags, if it is made (alloc_workqueue())
+ *
+ * The queue is per CPU, with the default max_active, and named
+ * "sroce_user_" and the user's uid (a worker running one of its items
+ * shows it in its /proc/PID/comm). It is made when the user has none,
+ * charged to the user and the device (refused past either's bound), and
+ * is gone once the last holder gave it back. Process context.
+ * Return: the queue, held until sroce_kmem_wq_put(); NULL if it could not
+ * be made (no memory, or past a bound: kmem_refused counts that).
+ */
+struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
+					   struct sroce_kmem_user *ku,
+					   unsigned int flags)
+{
+	struct workqueue_struct *wq;
+
+	mutex_lock(&sdev->kmem_lock);
+	if (!ku->wq && !sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes())) {
+		ku->wq = alloc_workqueue("sroce_user_%u", flags, 0,
+					 from_kuid(&init_user_ns, ku->uid));
+		if (!ku->wq)
+			sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
+	}
+	wq = ku->wq;
+	if (wq)
+		ku->wq_users++;
+	mutex_unlock(&sdev->kmem_lock);
+	return wq;
+}
+
+/**
+ * sroce_kmem_wq_put - give back what sroce_kmem_wq_get() gave
+ * @sdev: the device
+ * @ku: the user (the caller holds a reference)
+ *
+ * The last holder destroys the queue, which waits for every item on it:
+ * each holder must have seen that nothing of its own is queued there or
+ * running, nor can be again. Process context, never a work item of this
+ * queue, nor under a lock its items take.
+ */
+void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
+{
+	struct workqueue_struct *wq = NULL;
+
+	mutex_lock(&sdev->kmem_lock);
+	if (!--ku->wq_users) {
+		wq = ku->wq;
+		ku->wq = NULL;
+	}
+	mutex_unlock(&sdev->kmem_lock);
+	if (!wq)
+		return;
+	destroy_workqueue(wq);
+	sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB */
 /*
  * sroce: the kernel memory processes make sroce allocate for them, counted
- * per device and per user and bounded, and the jobs their memory has
- * queued on a shared workqueue, bounded per user (sroce_kmem.c).
+ * per device and per user and bounded, the jobs their memory has queued on
+ * a shared workqueue, bounded per user, and each user's own workqueue
+ * (sroce_kmem.c).
  */
 #ifndef SROCE_KMEM_H
 #define SROCE_KMEM_H
@@ -12,6 +13,7 @@
 
 struct sroce_dev;
 struct sroce_kmem_user;
+struct workqueue_struct;
 
 /**
  * struct sroce_kmem - what an object has charged
@@ -46,6 +48,12 @@ enum sroce_kmem_job {
 bool sroce_kmem_job_start(struct sroce_kmem_user *ku,
 			  enum sroce_kmem_job kind, unsigned int max);
 void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind);
+
+/* The user's own workqueue, held by its QPs (sroce_task.c). */
+struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
+					   struct sroce_kmem_user *ku,
+					   unsigned int flags);
+void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */
 static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,

@@ -263,14 +263,16 @@ int sroce_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	mutex_init(&qp->lock);
 	spin_lock_init(&qp->post_lock);
-	/* A process's QP (charged to its user) runs apart from the kernel's. */
-	sroce_task_qp_init(qp, !!qp->kmem.ku);
+	/* A process's QP (charged to its user) runs on its user's queue. */
+	err = sroce_task_qp_init(qp);
+	if (err)
+		goto err_kmem;
 	sroce_ahead_init(&qp->resp.write_ahead, &sdev->ibdev, qp->kmem.ku);
 	sroce_ahead_init(&qp->resp.read_ahead, &sdev->ibdev, qp->kmem.ku);
 	qp->sq_sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	err = sroce_ring_init(&qp->sq, uctx, sq_slots, sq_slot, gfp);
 	if (err)
-		goto err_kmem;
+		goto err_task;
 	if (has_rq) {
 		err = sroce_ring_init(&qp->rq, uctx, rq_slots, rq_slot, gfp);
 		if (err)
@@ -313,6 +315,8 @@ err_mem:
 	sroce_ring_release(&qp->rq);
 err_sq:
 	sroce_ring_release(&qp->sq);
+err_task:
+	sroce_task_qp_fini(qp);
 err_kmem:
 	sroce_kmem_end(sdev, &qp->kmem);
 err_count:
@@ -336,6 +340,8 @@ int sroce_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	sroce_task_drain(qp);
 	del_timer_sync(&qp->timer);
 	del_timer_sync(&qp->retry_timer);
+	/* Nothing queues the QP's work now: it gives its queue back. */
+	sroce_task_qp_fini(qp);
 	sroce_ahead_stop(&qp->resp.write_ahead);
 	sroce_ahead_stop(&qp->resp.read_ahead);
 

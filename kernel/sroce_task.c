@@ -18,7 +18,7 @@
 /*
  * The engine's workqueues: a QP's work item runs in process context on
  * one of them, chosen when the QP is made and never changed
- * (sroce_task_qp_init()). Both are per-CPU and high priority: a packet's
+ * (sroce_task_qp_init()). All are per-CPU and high priority: a packet's
  * QP runs on the CPU that received it, before a process busy-polling its
  * CQ there.
  *
@@ -29,22 +29,34 @@
  * fast-registered pages, the DMA MR), never memory whose faults a process
  * can hold: a kernel consumer gets no ODP MR (sroce_reg_user_mr()).
  *
- * sroce_user_wq: the QPs made for a process (its user context's, and the
- * XRC target QPs ib_core makes for it). Their runs may wait in an ODP
- * fault of a user's memory for as long as its owner likes (a page of its
- * FUSE file waits for the file's server), so they never share a queue
- * with kernel QPs' runs: one user's runs stalled on a CPU, up to the
- * queue's max_active (256), would leave every run queued after them there
- * inactive; and a rescuer, sent when making a worker took over 10 ms,
- * would run one and stall in its fault, leaving the queue without one. On
- * kernels without e5a30c303b07 (6.1 among them) it also first moves every
- * item of that CPU waiting for a worker onto its own list, to wait behind
- * the stalled one: other users' runs as well. So this queue has no
- * rescuer: a run waits only for the pool to make a worker, and for its
- * CPU's max_active.
+ * Each user's own, "sroce_user_UID" (sroce_kmem_wq_get(): made with the
+ * user's first QP, gone with its last; a user is a uid, or a container,
+ * per device: sroce_kmem.c): the QPs made for its processes (its user
+ * contexts', and the XRC target QPs ib_core makes for them). Their runs
+ * may wait in an ODP fault of their user's memory for as long as its
+ * owner likes (a page of its FUSE file waits for the file's server), or
+ * for a lock the owner holds across such a fault (an MR's, while it
+ * re-registers over such a page). A workqueue runs at most max_active
+ * (256) of its items at once on a CPU, and the rest wait inactive, so a
+ * user's runs stalled on a CPU fill only its own queue's share there:
+ * its own runs queued after them wait, no one else's. Every per-CPU queue
+ * hands its active items to the CPU's worker pool, which makes a worker
+ * for each item waiting while none is idle (a worker that sleeps lets the
+ * next item have one): a stalled run holds one worker, never another
+ * queue's item. What a user's stalls cost the others is the pool's time
+ * to make workers for the items it queued before theirs, at most its
+ * max_active on that CPU, once. A user holds as many stalled kworkers as
+ * it has stalled runs, at most max_active on each CPU for each device (on
+ * one device, as many as one user could when all users' QPs shared one
+ * queue; only an administrator makes more users or devices). A user's
+ * queue is not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a
+ * process's QP, and a rescuer would be a kthread for each user, to stall
+ * in the first fault it ran.
  */
 static struct workqueue_struct *sroce_kernel_wq;
-static struct workqueue_struct *sroce_user_wq;
+
+/* A user's queue: per-CPU, high priority, no rescuer. */
+#define SROCE_USER_WQ_FLAGS	WQ_HIGHPRI
 
 /*
  * The QPs a doorbell runs itself on its way out: those its packets went to
@@ -70,48 +82,71 @@ struct sroce_inline {
 };
 
 /**
- * sroce_task_init - create the engine's workqueues, at module load
+ * sroce_task_init - create the kernel QPs' workqueue, at module load
  *
+ * Users' queues come and go with their QPs (sroce_task_qp_init()).
  * Return: 0, or -ENOMEM.
  */
 int sroce_task_init(void)
 {
 	sroce_kernel_wq = alloc_workqueue("sroce_kernel",
 					  WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
-	if (!sroce_kernel_wq)
-		return -ENOMEM;
-	/* Not WQ_MEM_RECLAIM: see sroce_kernel_wq. */
-	sroce_user_wq = alloc_workqueue("sroce_user", WQ_HIGHPRI, 0);
-	if (!sroce_user_wq)
-		goto err_user;
-	return 0;
-
-err_user:
-	destroy_workqueue(sroce_kernel_wq);
-	return -ENOMEM;
+	return sroce_kernel_wq ? 0 : -ENOMEM;
 }
 
-/* At module unload (or a failed load): every QP is gone. */
+/*
+ * At module unload (or a failed load): every QP is gone, and with the
+ * users' last QPs their queues.
+ */
 void sroce_task_exit(void)
 {
-	destroy_workqueue(sroce_user_wq);
 	destroy_workqueue(sroce_kernel_wq);
 }
 
 static void sroce_qp_work(struct work_struct *work);
 
 /**
- * sroce_task_qp_init - set up a new QP's work item and receive queue
- * @qp: the QP, before packets or verbs can reach it
- * @user: @qp is made for a process, which may have its runs wait in its
- *        memory's faults: they go to sroce_user_wq, else to
- *        sroce_kernel_wq, for good
+ * sroce_task_qp_init - set up a new QP's work item, receive queue and
+ *                      workqueue
+ * @qp: the QP, before packets or verbs can reach it; charged already to
+ *      the user it is made for (@qp->kmem.ku), if any
+ *
+ * A QP made for a process runs on its user's own queue (made now if this
+ * is the user's first QP), a kernel consumer's on sroce_kernel_wq, for
+ * good. Process context.
+ * Return: 0, or -ENOMEM if the user's queue could not be made (no
+ * memory, or past the user's or the device's kernel memory bound).
  */
-void sroce_task_qp_init(struct sroce_qp *qp, bool user)
+int sroce_task_qp_init(struct sroce_qp *qp)
 {
+	struct sroce_kmem_user *ku = qp->kmem.ku;
+
 	INIT_WORK(&qp->work, sroce_qp_work);
-	qp->wq = user ? sroce_user_wq : sroce_kernel_wq;
 	skb_queue_head_init(&qp->rx_queue);
+	if (!ku) {
+		qp->wq = sroce_kernel_wq;
+		return 0;
+	}
+	qp->wq = sroce_kmem_wq_get(to_sdev(qp->ibqp.device), ku,
+				   SROCE_USER_WQ_FLAGS);
+	return qp->wq ? 0 : -ENOMEM;
+}
+
+/**
+ * sroce_task_qp_fini - a QP gives its workqueue back
+ * @qp: the QP, which nothing queues again: destroyed, drained
+ *      (sroce_task_drain()) and its timers stopped, or never reachable (a
+ *      create that failed)
+ *
+ * The user's last QP takes the user's queue with it: destroying it waits
+ * for nothing, as no item is left on it. Process context, in a destroy
+ * (never in an engine run).
+ */
+void sroce_task_qp_fini(struct sroce_qp *qp)
+{
+	if (qp->kmem.ku)
+		sroce_kmem_wq_put(to_sdev(qp->ibqp.device), qp->kmem.ku);
+	qp->wq = NULL;
 }
 
 /**
@@ -393,10 +428,11 @@ void sroce_task_doorbell(struct sroce_qp *qp)
  * @qp: the QP, marked destroyed and out of the QP table, the table's
  *      reference dropped
  *
- * Needs no worker: users' QPs share a workqueue, and any user can fill a
- * CPU's share of it (max_active) with work stalled in ODP faults on its
+ * Needs no worker: a user's QPs share its workqueue, and a user can fill
+ * a CPU's share of it (max_active) with work stalled in ODP faults on its
  * own FUSE file, so a destroy that waited for its QP's work to be run
- * there could wait as long as that user likes, uninterruptibly.
+ * there could wait as long as that file's server likes, uninterruptibly:
+ * the destroys of the user's other QPs, its exit among them.
  * Here the receive queue is closed (later packets are dropped as they
  * arrive) and emptied in the caller's thread. Then waits until every
  * reference is gone: a receive path's own (held across an enqueue and

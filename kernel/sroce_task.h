@@ -42,12 +42,13 @@ static inline void sroce_task_tx_mark(struct sroce_qp *qp, struct sk_buff *skb)
 	SROCE_PKT(skb)->inl = qp->inl;
 }
 
-/* Module load and unload: the engine's workqueue. */
+/* Module load and unload: the kernel QPs' workqueue. */
 int sroce_task_init(void);
 void sroce_task_exit(void);
 
 /* A QP's life: created, scheduled, fed packets, rung, destroyed. */
-void sroce_task_qp_init(struct sroce_qp *qp, bool user);
+int sroce_task_qp_init(struct sroce_qp *qp);
+void sroce_task_qp_fini(struct sroce_qp *qp);
 void sroce_task_sched(struct sroce_qp *qp);
 bool sroce_task_rx(struct sroce_qp *qp, struct sk_buff *skb,
 		   struct sroce_inline *inl);
