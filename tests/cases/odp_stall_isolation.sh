@@ -8,14 +8,17 @@
 # - destroy_same_user: the same with A and V both root (two processes).
 # - doorbell_to_stalled_peer: V's ibv_post_send() of a SEND to A's QP,
 #   whose receive buffer is the FUSE page, returns; A's QP's run waits in
-#   a worker of sroce_user (its /proc/PID/comm ends in "+sroce_user"); V
-#   destroys its QP; once the read is answered A has V's bytes.
-# - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling the
-#   engine workqueue's share of CPU 0, and A sends V a packet there: V's
-#   ibv_destroy_qp() returns all the same. Every worker of A's runs in
-#   the fault runs an item of sroce_user, and no thread there is a
-#   workqueue's rescuer (users' QPs run on a queue of their own, without
-#   one).
+#   a worker of A's own queue (its /proc/PID/comm ends in
+#   "+sroce_user_65534"); V destroys its QP; once the read is answered A
+#   has V's bytes.
+# - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling A's
+#   engine workqueue's share of CPU 0 (256 of A's workers in D state, no
+#   more), and A sends V a packet there: V's QP, on V's own queue,
+#   receives it at once. A's own QP with a receive in pinned memory does
+#   not: its run waits behind A's stalled ones, and A's ibv_destroy_qp()
+#   of it returns all the same. Every worker of A's runs runs an item of
+#   sroce_user_65534, and no thread in the fault is a workqueue's rescuer
+#   (users' queues have none).
 # - odp_ahead_bound: 264 streams of A's QPs each would queue a
 #   fault-ahead job that waits in the fault: A gets its bound of 16 jobs
 #   ("rdma res show mr -dd": ahead_queued), which wait there, and the

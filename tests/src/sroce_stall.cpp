@@ -29,21 +29,27 @@
 //   sharing a uid): the doorbell's list is per process, not per user.
 // doorbell_to_stalled_peer: V sends to A's QP, whose receive buffer is the
 //   FUSE page: V's ibv_post_send() returns while A's QP's run waits in
-//   the fault (in a worker, of sroce_user, the engine's queue for users'
-//   QPs: the worker's name says so), and V destroys its QP. Once the read is
-//   answered, A's receive holds V's bytes. (Before: V's doorbell ran A's
-//   QP itself and waited in A's fault.)
-// destroy_wq_full: A fills the engine workqueue's 256 active items on CPU
+//   the fault (in a worker, of sroce_user_65534, the engine's queue for
+//   A's QPs: the worker's name says so), and V destroys its QP. Once the
+//   read is answered, A's receive holds V's bytes. (Before: V's doorbell
+//   ran A's QP itself and waited in A's fault.)
+// destroy_wq_full: A fills its engine workqueue's 256 active items on CPU
 //   0 with runs of its own QPs, each waiting in the fault (UD receives into
-//   the FUSE page, sent by A from a second context), then sends V a packet
-//   there: V's work item waits, inactive, behind A's. V destroys its QP:
-//   the destroy drops the packet and takes the item off the queue itself.
-//   Every worker of A's runs in the fault runs an item of sroce_user (its
-//   name says so), and no thread there is a workqueue's rescuer: users'
-//   QPs run on a queue of their own, without one. (Before: the destroy
-//   waited for a worker to run the item; and while users' QPs shared the
-//   WQ_MEM_RECLAIM queue with kernel QPs, its rescuer could take A's runs
-//   and stall.)
+//   the FUSE page, sent by A from a second context): 264 runs queued, 256
+//   workers of A's queue waiting in D state, the other 8 runs inactive.
+//   Then A sends V a packet there: V's QP runs on V's own queue and
+//   receives it at once. A sends a packet to a QP of its own whose receive
+//   is in pinned memory: that run waits, inactive, behind A's 256, and
+//   still no more than 256 of A's workers wait. A destroys that QP: the
+//   destroy drops the packet and takes the item off the queue itself.
+//   Every worker of A's runs in D state runs an item of sroce_user_65534
+//   (its name says so), and no thread in the fault is a workqueue's
+//   rescuer: users' queues have none. (Before: all users' QPs shared one
+//   queue, sroce_user, and V's run waited inactive behind A's until the
+//   read was answered; before that, the destroy of a QP whose item was
+//   inactive waited for a worker to run it; and while users' QPs shared
+//   the WQ_MEM_RECLAIM queue with kernel QPs, its rescuer could take A's
+//   runs and stall.)
 // odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
 //   KiB of A's memory and the file after it, each would queue a
 //   fault-ahead job for the file's page: A gets its bound of them, 16,
@@ -99,10 +105,16 @@ using tasks::stat_of;
 using tasks::wait_until;
 using tasks::workers_under;
 
-// The engine's workqueue for users' QPs (per CPU): its name, and its
-// max_active 0 (WQ_DFL_ACTIVE)
-const char *const kUserQueue = "sroce_user";
+// The engine's workqueue for A's QPs (per CPU; each user has its own,
+// sroce_user_UID, and A is uid 65534): its name, and its max_active 0
+// (WQ_DFL_ACTIVE)
+const char *const kUserQueue = "sroce_user_65534";
 const int kMaxActive = 256;
+// The frame a QP's run in a worker shows: the work function,
+// sroce_qp_work(), tail-calls sroce_qp_run() (a jmp, no frame of its own
+// on the stack). Workers are kernel threads; a doorbell's run, in a
+// process, shows it too.
+const char *const kRunFrame = "sroce_qp_run";
 // The fault-ahead jobs a user may have queued or running on a device
 // (SROCE_ODP_USER_AHEAD, kernel/sroce_odp.c)
 const int kUserAhead = 16;
@@ -432,14 +444,15 @@ struct Scene {
 
 	// Within the bound, A's @n packets since @before reached their QPs
 	// (rcvd_pkts +@n, none dropped: sroce counts a packet once its QP's
-	// run is scheduled, so @n runs of A's QPs were queued on the
-	// engine's workqueue), and one at least of sroce's workers waits in
+	// run is scheduled, so @n runs of A's QPs were queued on A's
+	// engine workqueue), and one at least of sroce's workers waits in
 	// A's fault: the premise of destroy_wq_full, else said. Every run of
-	// A's waits on the same held read, so with @n over kMaxActive the
+	// A's waits on the same held read, so with @n over kMaxActive A's
 	// queue has kMaxActive of A's runs active and the rest inactive,
-	// and a run queued after them is inactive too. How many workers
-	// took them is the workqueue's business, not a condition: the pool
-	// makes them one at a time, a few a second in a TCG VM. (When the
+	// and a run of A's queued after them is inactive too. How many
+	// workers took them is the workqueue's business, not a condition
+	// here: the pool makes them one at a time, a few a second in a TCG
+	// VM (a_queue_full() waits for them). (When the
 	// engine's one queue had a rescuer, on 6.1 the rescuer, sent once
 	// making a worker took over 10 ms, took every active item that had
 	// no worker and ran them one at a time, the first waiting in the
@@ -468,27 +481,61 @@ struct Scene {
 		return held;
 	}
 
-	// Every worker waiting in A's fault in a QP's run (sroce_qp_work; not
-	// an ODP job's) runs an item of sroce_user, the engine's queue for
-	// users' QPs, which its name shows (tasks::queue_running()), one at
+	// Every worker waiting in A's fault in a QP's run (kRunFrame; not an
+	// ODP job's) runs an item of sroce_user_65534, the engine's queue
+	// for A's QPs, which its name shows (tasks::queue_running()), one at
 	// least: A's QPs run there, as the queue is chosen at create for whom
 	// the QP is made (sroce_task_qp_init()), never sroce_kernel, the
-	// kernel QPs' WQ_MEM_RECLAIM queue (nor "sroce", the one queue before
-	// both). Else said, @when.
+	// kernel QPs' WQ_MEM_RECLAIM queue, nor another user's (nor
+	// "sroce_user", the one queue of all users' QPs before). Else said,
+	// @when.
 	bool on_user_queue(const char *when)
 	{
 		std::map<std::string, int> queues;
 		std::string one;
-		int n = stalled_workers(&one, "sroce_qp_work", nullptr, &queues);
+		int n = stalled_workers(&one, kRunFrame, nullptr, &queues);
 		bool ok = n >= 1 && queues.size() == 1 &&
 			  queues.count(kUserQueue);
 
-		CHECK(ok, "%s: the %d workers in A's fault under sroce_qp_work "
-		      "run items of %s; expected all of %s (the engine's queue "
-		      "for users' QPs). One: %s", when, n,
+		CHECK(ok, "%s: the %d workers in A's fault under %s run items "
+		      "of %s; expected all of %s (the engine's queue for A's "
+		      "QPs). One: %s", when, n, kRunFrame,
 		      tasks::queues_str(queues).c_str(), kUserQueue,
 		      one.c_str());
 		return ok;
+	}
+
+	// Within @ms, exactly kMaxActive of sroce's workers in D state run
+	// A's QPs (kRunFrame, an item of kUserQueue each, one at least in
+	// A's fault), and no other worker of kRunFrame is in D state:
+	// A's queue has on CPU 0 its max_active of A's runs, each with a
+	// worker of its own, waiting for the held read (a run that waits
+	// behind the fault for A's mmap lock waits as long), and no more, the
+	// rest of A's runs inactive. Until then, an item queued on CPU 0 after
+	// A's, of any queue, would wait for the pool to make workers for A's
+	// (one at a time, a few a second in a TCG VM): a worker for each of
+	// A's is the premise of "V's run gets one at once". Else said, @when.
+	bool a_queue_full(const char *when, long ms)
+	{
+		tasks::Waiting w;
+		bool full = wait_until(ms, [&] {
+			w = workers_under(kRunFrame);
+			return w.n >= kMaxActive;
+		});
+
+		full = full && w.n == kMaxActive && w.in_fault >= 1 &&
+		       w.queues.size() == 1 && w.queues.count(kUserQueue) &&
+		       w.queues.at(kUserQueue) == kMaxActive;
+		CHECK(full, "%s: %d of sroce's workers in D state under %s "
+		      "(%d in A's fault), running items of %s, within %ld s; "
+		      "expected exactly %d, all of %s (the max_active of A's "
+		      "queue on CPU 0; more: A's runs past it ran). They wait "
+		      "in: %s. Not in D state: %d. One in the fault: %s. Kernel "
+		      "threads: %s", when, w.n, kRunFrame, w.in_fault,
+		      tasks::queues_str(w.queues).c_str(), ms / 1000,
+		      kMaxActive, kUserQueue, w.where().c_str(), w.other,
+		      w.fault_stack.c_str(), tasks::kthread_census().c_str());
+		return full;
 	}
 
 	// A's streams of READs ("flood"): all completed in time, else said.
@@ -762,33 +809,59 @@ void destroy_wq_full(Scene &s)
 	      "context did not return in %ld s (its doorbell runs them "
 	      "itself?); A: %s", kBoundS * time_scale(),
 	      stack_of(s.a.pid).c_str());
-	if (!flooded || !s.read_held() ||
-	    !s.engine_held(f0, n))
+	if (!flooded || !s.read_held() || !s.engine_held(f0, n) ||
+	    !s.a_queue_full("A's runs in the fault", limit_ms(3 * kStallS)))
 		return;
+	// V's QP runs on V's own queue: a worker takes it at once.
 	Counts c0(s.dev);
 	if (!s.ask(s.a, "A", "send " + std::to_string(vq), ans,
 		   limit_ms(kBoundS)))
 		return;
 	CHECK(!strcmp(ans, "sent 0"), "A's SEND to V: '%s'", ans);
-	s.ask(s.v, "V", "recv " + std::to_string(limit_ms(kQuietS)), ans,
+	s.ask(s.v, "V", "recv " + std::to_string(limit_ms(kRecvS)), ans,
 	      limit_ms(kSetupS));
-	CHECK(!strcmp(ans, "recv none"), "V's receive: '%s' while its work "
-	      "should wait behind A's (the workqueue was not full)", ans);
+	CHECK(!strcmp(ans, "recv ok"), "V's receive of A's SEND: '%s' within "
+	      "%ld s, expected ok: V's QP's run waits, inactive, behind A's "
+	      "stalled ones (one workqueue for both users' QPs?)", ans,
+	      kRecvS * time_scale());
 	expect_delivered(s.dev, c0, "A's SEND to V");
+	// A's own QP's run, queued after A's stalled ones on A's queue, waits
+	// inactive behind them, though it would need no fault.
+	Counts c1(s.dev);
+	if (!s.ask(s.a, "A", "own", ans, limit_ms(kBoundS)))
+		return;
+	CHECK(!strcmp(ans, "sent 0"), "A's SEND to its own QP: '%s'", ans);
+	expect_delivered(s.dev, c1, "A's SEND to its own QP");
+	s.ask(s.a, "A", "ownrecv " + std::to_string(limit_ms(kQuietS)), ans,
+	      limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "recv none"), "A's own QP's receive into pinned "
+	      "memory: '%s' while its run should wait, inactive, behind A's "
+	      "%d stalled ones (A's workqueue was not full?)", ans,
+	      kMaxActive);
+	if (!s.a_queue_full("once V received and A sent to its own QP", 0))
+		return;
 	std::string rescuers;
 	workers = stalled_workers(&one, nullptr, &rescuers);
 	CHECK(workers >= 1, "no worker waits in A's fault now");
 	CHECK(rescuers.empty(), "a workqueue's rescuer waits in A's fault: "
 	      "%s(of %d threads there; expected none: the engine runs users' "
-	      "QPs on a queue without one, and a rescuer that runs one of "
+	      "QPs on queues without one, and a rescuer that runs one of "
 	      "A's runs serves no other item until A's stall ends); one: %s",
 	      rescuers.c_str(), workers, one.c_str());
-	s.on_user_queue("A's runs, the workqueue full");
-	bool destroyed = s.destroy_in_time("with its work item inactive "
-					   "behind A's stalled ones");
+	s.on_user_queue("A's runs, A's workqueue full");
+	// The destroy of A's QP whose work item is inactive drops the packet
+	// and takes the item off the queue, needing no worker.
+	bool destroyed = say(s.a.fd, "owndestroy") &&
+			 s.returns(s.a, "A's ibv_destroy_qp of its own QP",
+				   "destroyed", limit_ms(kBoundS));
+	CHECK(destroyed, "A's ibv_destroy_qp of its own QP hung: not returned "
+	      "%ld s after it was called, its work item inactive behind A's "
+	      "stalled ones; A: %s", kBoundS * time_scale(),
+	      stack_of(s.a.pid).c_str());
 	s.fs.release();
 	if (!destroyed)
-		s.comes_after(s.v, "V's ibv_destroy_qp", "destroyed");
+		s.comes_after(s.a, "A's ibv_destroy_qp of its own QP",
+			      "destroyed");
 	s.ask(s.a, "A", "recvd " + std::to_string(limit_ms(kAfterS)), ans,
 	      limit_ms(kAfterS) + limit_ms(kSetupS));
 	// "recvd GOT BAD STATUS:COUNT...": each status of those that came.

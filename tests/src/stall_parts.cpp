@@ -103,12 +103,13 @@ uint8_t *map_file(const std::string &path, bool write)
 	return m == MAP_FAILED ? nullptr : static_cast<uint8_t *>(m);
 }
 
+// A QP of @d's PD, on @d's CQ or on @cq if given.
 ibv_qp *make_qp(Dev &d, ibv_qp_type type, uint32_t sends,
-		uint32_t inline_len)
+		uint32_t inline_len, ibv_cq *cq = nullptr)
 {
 	ibv_qp_init_attr ia{};
 
-	ia.send_cq = ia.recv_cq = d.cq;
+	ia.send_cq = ia.recv_cq = cq ? cq : d.cq;
 	ia.qp_type = type;
 	ia.cap = { sends, 1, 1, 1, inline_len };
 	ibv_qp *qp = ibv_create_qp(d.pd, &ia);
@@ -280,11 +281,14 @@ struct Odp {
 };
 
 // A for destroy_wq_full, pinned to CPU 0: @n UD QPs in one context, each
-// with a receive into the FUSE page (an ODP MR, writable), and a UD QP of
-// a second context to send to them. "flood": flooded MS RC, a SEND to each
-// of the @n (one ibv_post_send() each); "send QPN": sent RC, a SEND to V;
-// "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives that
-// completed, those that failed, and how many had each status.
+// with a receive into the FUSE page (an ODP MR, writable); a UD QP more
+// there, "own", with a receive into A's pinned memory on a CQ of its own;
+// and a UD QP of a second context to send to them. "flood": flooded MS
+// RC, a SEND to each of the @n (one ibv_post_send() each); "send QPN":
+// sent RC, a SEND to V; "own": sent RC, a SEND to A's own QP; "ownrecv
+// MS": recv ok|none|bad, its receive within MS; "owndestroy": destroyed
+// MS RC; "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives
+// that completed, those that failed, and how many had each status.
 struct Flood {
 	Dev x, s;
 	Odp m;
@@ -292,6 +296,10 @@ struct Flood {
 	ibv_qp *sender = nullptr;
 	ibv_ah *ah = nullptr;
 	uint8_t msg[kMsg];
+	ibv_cq *own_cq = nullptr;
+	ibv_qp *own = nullptr;
+	uint8_t *own_buf = nullptr;
+	ibv_mr *own_mr = nullptr;
 
 	bool setup(const char *devname, const std::string &file, int n)
 	{
@@ -316,6 +324,20 @@ struct Flood {
 			    !post_recv(qp, m.map, kGrh + kMsg, m.mr->lkey))
 				return false;
 		}
+		own_buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
+		own_cq = ibv_create_cq(x.ctx, 4, nullptr, nullptr, 0);
+		if (own_buf)
+			own_mr = ibv_reg_mr(x.pd, own_buf, 4096,
+					    IBV_ACCESS_LOCAL_WRITE);
+		CHECK(own_buf && own_cq && own_mr, "A's own QP's buffer, CQ "
+		      "and MR: %s", strerror(errno));
+		if (!own_mr)
+			return false;
+		memset(own_buf, 0, 4096);
+		own = make_qp(x, IBV_QPT_UD, 1, 0, own_cq);
+		if (!own || !ud_ready(own) ||
+		    !post_recv(own, own_buf, kGrh + kMsg, own_mr->lkey))
+			return false;
 		sender = make_qp(s, IBV_QPT_UD, 2 * n, kMsg);
 		ibv_ah_attr path = loopback_path(s.ctx);
 		ah = ibv_create_ah(s.pd, &path);
@@ -330,10 +352,29 @@ struct Flood {
 		return ibv_post_send(sender, &wr, &bad);
 	}
 
+	// Within @ms, own's receive: "ok" (the bytes sent), "bad" or "none".
+	const char *own_recv(long ms)
+	{
+		int bad;
+		int got = poll_some(own_cq, 1, ms, kGrh + kMsg, &bad);
+		bool same = true;
+
+		for (uint32_t i = 0; i < kMsg; i++)
+			same = same && own_buf[kGrh + i] == msg_byte(i);
+		return !got ? "none" : bad || !same ? "bad" : "ok";
+	}
+
 	void teardown()
 	{
 		for (ibv_qp *qp : qps)
 			CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+		if (own)
+			CHECK(ibv_destroy_qp(own) == 0, "A: destroy own QP");
+		if (own_mr)
+			CHECK(ibv_dereg_mr(own_mr) == 0, "A: dereg own MR");
+		if (own_cq)
+			CHECK(ibv_destroy_cq(own_cq) == 0, "A: destroy own CQ");
+		free(own_buf);
 		if (sender)
 			CHECK(ibv_destroy_qp(sender) == 0, "A: destroy QP");
 		if (ah)
@@ -528,6 +569,15 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 			say(fd, "flooded %ld %d", now_ms() - t, ret);
 		} else if (sscanf(cmd, "send %u", &qpn) == 1) {
 			say(fd, "sent %d", f.send(qpn));
+		} else if (!strcmp(cmd, "own")) {
+			say(fd, "sent %d", f.send(f.own->qp_num));
+		} else if (sscanf(cmd, "ownrecv %u", &ms) == 1) {
+			say(fd, "recv %s", f.own_recv(ms));
+		} else if (!strcmp(cmd, "owndestroy")) {
+			ret = f.own ? ibv_destroy_qp(f.own) : EINVAL;
+			if (!ret)
+				f.own = nullptr;
+			say(fd, "destroyed %ld %d", now_ms() - t, ret);
 		} else if (sscanf(cmd, "recvd %u", &ms) == 1) {
 			std::map<int, int> st;
 			int got = poll_some(f.x.cq, n, ms, kGrh + kMsg, &bad,

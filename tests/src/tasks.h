@@ -77,9 +77,9 @@ inline std::string comm_of(pid_t pid)
 }
 
 // Is a kernel thread of name @comm a workqueue's rescuer? On 6.1 it is
-// named after its queue; on 6.12 "kworker/R-" and its queue's name. A
-// worker is "kworker/CPU:ID" or "kworker/uPOOL:ID" (then what it runs or
-// ran last).
+// named after its queue ("sroce_kernel"); on 6.12 "kworker/R-" and its
+// queue's name, cut to 15 characters ("kworker/R-sroce"). A worker is
+// "kworker/CPU:ID" or "kworker/uPOOL:ID" (then what it runs or ran last).
 inline bool is_rescuer(const std::string &comm)
 {
 	return comm.rfind("kworker/", 0) != 0 ||
@@ -88,9 +88,9 @@ inline bool is_rescuer(const std::string &comm)
 
 // The workqueue whose work item a worker of name @comm runs now, or "":
 // while a worker runs an item, its /proc/PID/comm is its own name, "+"
-// and the item's queue's name ("kworker/0:1H+sroce_user": the kernel's
-// wq_worker_comm(), 6.1 and 6.12 alike; "-" and the name once the item
-// ended). A queue's name has no "+".
+// and the item's queue's name ("kworker/0:1H+sroce_user_65534": the
+// kernel's wq_worker_comm(), 6.1 and 6.12 alike; "-" and the name once
+// the item ended). A queue's name has no "+".
 inline std::string queue_running(const std::string &comm)
 {
 	size_t plus = comm.rfind('+');
@@ -98,7 +98,8 @@ inline std::string queue_running(const std::string &comm)
 	return plus == std::string::npos ? "" : comm.substr(plus + 1);
 }
 
-// @queues (queue_running()'s, counted) on one line: "sroce_user: 256".
+// @queues (queue_running()'s, counted) on one line:
+// "sroce_user_65534: 256".
 inline std::string queues_str(const std::map<std::string, int> &queues)
 {
 	std::string s;
@@ -171,14 +172,16 @@ inline std::string stack_top(const std::string &raw, int n)
 // sroce's kernel threads running work function @frame (a worker whose
 // stack has it): those in D state, how many of them in an ODP fault of
 // sroce's (hmm_range_fault()), the others (running, or sleeping
-// interruptibly), and where each of those in D state waits (the
-// innermost frames of its stack, counted).
+// interruptibly), where each of those in D state waits (the innermost
+// frames of its stack, counted), and which workqueue's item each of those
+// runs (queue_running(), counted).
 struct Waiting {
 	int n = 0;		// in D state
 	int in_fault = 0;	// of them, in an ODP fault
 	int other = 0;		// not in D state
 	std::string fault_stack;	// one in the fault, on one line
 	std::map<std::string, int> at;
+	std::map<std::string, int> queues;
 
 	std::string where() const
 	{
@@ -215,6 +218,7 @@ inline Waiting workers_under(const char *frame)
 		}
 		w.n++;
 		w.at[stack_top(raw, 3)]++;
+		w.queues[queue_running(comm_of(pid))]++;
 		if (in_odp_fault(raw) && w.in_fault++ == 0)
 			w.fault_stack = stack_of(pid);
 	}
