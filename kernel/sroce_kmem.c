@@ -109,8 +109,12 @@ void sroce_kmem_fini(struct sroce_dev *sdev)
  * are not each a user with a bound of its own. In one root made (a
  * container), the uid its root is mapped to: the container's root may
  * become any uid it maps, thousands of them, and is one user however many
- * it takes; the containers do not share root's bound. A container that
- * maps no root: the uid the process is mapped to, as outside.
+ * it takes; the containers do not share root's bound. A namespace whose
+ * root is host root (systemd's PrivateUsers=, unshare -r run by root) is
+ * a sandbox, not a container: its processes are the uids they are mapped
+ * to, as outside, so that a service account sandboxed there does not take
+ * root's bounds and queue. Its root is host root, which may be any user
+ * anyway. A container that maps no root: likewise.
  */
 static kuid_t sroce_kmem_uid(void)
 {
@@ -124,7 +128,9 @@ static kuid_t sroce_kmem_uid(void)
 	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
 		return ns->owner;
 	root = make_kuid(ns, 0);
-	return uid_valid(root) ? root : current_euid();
+	if (!uid_valid(root) || uid_eq(root, GLOBAL_ROOT_UID))
+		return current_euid();
+	return root;
 }
 
 /**
