@@ -28,8 +28,8 @@
  * access could not wait for; the faults ahead of its QPs' streams,
  * sroce_odp.c), so that one user's stalled jobs cannot take every worker:
  * sroce_kmem_job_start(), sroce_kmem_job_end(). And it holds the user's
- * own workqueue, which its QPs' runs share with no other user's, made
- * with its first QP and charged to it: sroce_kmem_wq_get(),
+ * own workqueue, which its QPs' runs on every device share with no other
+ * user's, made with its first QP and charged to it: sroce_kmem_wq_get(),
  * sroce_kmem_wq_put().
  */
 #include <linux/cred.h>
@@ -61,10 +61,10 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  * @jobs: jobs of the user's memory queued or running, by kind
  *        (sroce_kmem_job_start())
  * @sdev: the device, whose table of users holds this one
- * @wq: the user's own workqueue, or NULL (sroce_kmem_wq_get()); under
- *      @sdev's kmem_lock
- * @wq_users: the objects that hold @wq (its user's QPs); under @sdev's
- *            kmem_lock
+ * @wq: the user's own workqueue, or NULL (sroce_kmem_wq_get()), held in
+ *      struct sroce_user_wq while not NULL; under @sdev's kmem_lock
+ * @wq_users: the objects that hold @wq (its user's QPs on @sdev); under
+ *            @sdev's kmem_lock
  */
 struct sroce_kmem_user {
 	struct kref ref;
@@ -314,11 +314,95 @@ void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind)
 		atomic_dec(&ku->jobs[kind]);
 }
 
+/**
+ * struct sroce_user_wq - a user's own workqueue, one for all devices
+ * @wq: the queue, "sroce_user_UID"
+ * @holders: the records (struct sroce_kmem_user, one per device) that hold
+ *           it, each while it has a QP on its device
+ *
+ * One per user, not per (user, device): a user's stalled runs hold at most
+ * the queue's max_active workers on each CPU, however many devices it
+ * uses, as when all users shared one queue. Under sroce_user_wqs_lock.
+ */
+struct sroce_user_wq {
+	struct workqueue_struct *wq;
+	unsigned int holders;
+};
+
+/*
+ * The users' queues, by uid in the initial namespace. sroce_user_wqs_lock
+ * is taken under a device's kmem_lock, never around it. Empty once every
+ * device is gone.
+ */
+static DEFINE_XARRAY(sroce_user_wqs);
+static DEFINE_MUTEX(sroce_user_wqs_lock);
+
+/* @uid's queue, made if it has none: held until sroce_user_wq_put(). */
+static struct workqueue_struct *sroce_user_wq_get(kuid_t uid,
+						  unsigned int flags)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	struct workqueue_struct *wq = NULL;
+	struct sroce_user_wq *uw;
+
+	mutex_lock(&sroce_user_wqs_lock);
+	uw = xa_load(&sroce_user_wqs, key);
+	if (!uw) {
+		uw = kzalloc(sizeof(*uw), GFP_KERNEL_ACCOUNT);
+		if (!uw)
+			goto out;
+		uw->wq = alloc_workqueue("sroce_user_%u", flags, 0,
+					 (unsigned int)key);
+		if (!uw->wq)
+			goto err_free;
+		if (xa_err(xa_store(&sroce_user_wqs, key, uw,
+				    GFP_KERNEL_ACCOUNT)))
+			goto err_wq;
+	}
+	uw->holders++;
+	wq = uw->wq;
+out:
+	mutex_unlock(&sroce_user_wqs_lock);
+	return wq;
+
+err_wq:
+	destroy_workqueue(uw->wq);
+err_free:
+	kfree(uw);
+	goto out;
+}
+
+/*
+ * Give @uid's queue back; the last holder destroys it. Every holder has
+ * seen that no QP of its own is left to queue on it (sroce_kmem_wq_put()),
+ * so the last one destroys an idle queue: from a QP's destroy, never from
+ * a work item of the queue.
+ */
+static void sroce_user_wq_put(kuid_t uid)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	struct workqueue_struct *wq = NULL;
+	struct sroce_user_wq *uw;
+
+	mutex_lock(&sroce_user_wqs_lock);
+	uw = xa_load(&sroce_user_wqs, key);
+	if (!WARN_ON(!uw) && !--uw->holders) {
+		xa_erase(&sroce_user_wqs, key);
+		wq = uw->wq;
+		kfree(uw);
+	}
+	mutex_unlock(&sroce_user_wqs_lock);
+	if (wq)
+		destroy_workqueue(wq);
+}
+
 /*
  * What a user's workqueue costs, charged to the user: its part on each
  * possible CPU (the kernel's struct pool_workqueue, 256-byte aligned), and
  * the queue itself with its name. Not charged to a memory cgroup: the
- * kernel allocates it without __GFP_ACCOUNT.
+ * kernel allocates it without __GFP_ACCOUNT. The queue is one for all
+ * devices, but charged on each device where the user has a QP, so that
+ * each device's record gives back what it took.
  */
 static size_t sroce_kmem_wq_bytes(void)
 {
@@ -333,9 +417,11 @@ static size_t sroce_kmem_wq_bytes(void)
  *
  * The queue is per CPU, with the default max_active, and named
  * "sroce_user_" and the user's uid (a worker running one of its items
- * shows it in its /proc/PID/comm). It is made when the user has none,
- * charged to the user and the device (refused past either's bound), and
- * is gone once the last holder gave it back. Process context.
+ * shows it in its /proc/PID/comm). It is the user's on every device
+ * (struct sroce_user_wq): made when the user has none, charged to the user
+ * and the device when it has none on @sdev (refused past either's bound),
+ * and gone once the last holder on the last device gave it back. Process
+ * context.
  * Return: the queue, held until sroce_kmem_wq_put(); NULL if it could not
  * be made (no memory, or past a bound: kmem_refused counts that).
  */
@@ -347,8 +433,7 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 
 	mutex_lock(&sdev->kmem_lock);
 	if (!ku->wq && !sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes())) {
-		ku->wq = alloc_workqueue("sroce_user_%u", flags, 0,
-					 from_kuid(&init_user_ns, ku->uid));
+		ku->wq = sroce_user_wq_get(ku->uid, flags);
 		if (!ku->wq)
 			sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 	}
@@ -364,10 +449,11 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
  * @sdev: the device
  * @ku: the user (the caller holds a reference)
  *
- * The last holder destroys the queue, which waits for every item on it:
- * each holder must have seen that nothing of its own is queued there or
- * running, nor can be again. Process context, never a work item of this
- * queue, nor under a lock its items take.
+ * The last holder on @sdev gives the user's queue back, and the last on
+ * every device destroys it, which waits for every item on it: each holder
+ * must have seen that nothing of its own is queued there or running, nor
+ * can be again. Process context, never a work item of this queue, nor
+ * under a lock its items take.
  */
 void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
 {
@@ -381,6 +467,6 @@ void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
 	mutex_unlock(&sdev->kmem_lock);
 	if (!wq)
 		return;
-	destroy_workqueue(wq);
+	sroce_user_wq_put(ku->uid);
 	sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 }

@@ -30,8 +30,9 @@
  * can hold: a kernel consumer gets no ODP MR (sroce_reg_user_mr()).
  *
  * Each user's own, "sroce_user_UID" (sroce_kmem_wq_get(): made with the
- * user's first QP, gone with its last; a user is a uid, or a container,
- * per device: sroce_kmem.c): the QPs made for its processes (its user
+ * user's first QP on any device, gone with its last on every device; a
+ * user is a uid, or a container: sroce_kmem.c): the QPs made for its
+ * processes on every device (its user
  * contexts', and the XRC target QPs ib_core makes for them). Their runs
  * may wait in an ODP fault of their user's memory for as long as its
  * owner likes (a page of its FUSE file waits for the file's server), or
@@ -46,9 +47,9 @@
  * queue's item. What a user's stalls cost the others is the pool's time
  * to make workers for the items it queued before theirs, at most its
  * max_active on that CPU, once. A user holds as many stalled kworkers as
- * it has stalled runs, at most max_active on each CPU for each device (on
- * one device, as many as one user could when all users' QPs shared one
- * queue; only an administrator makes more users or devices). A user's
+ * it has stalled runs, at most max_active on each CPU, however many
+ * devices it uses (as many as one user could when all users' QPs shared
+ * one queue; only an administrator makes more users). A user's
  * queue is not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a
  * process's QP, and a rescuer would be a kthread for each user, to stall
  * in the first fault it ran.
