@@ -38,8 +38,9 @@
 //   the FUSE page, sent by A from a second context): 264 runs queued, 256
 //   workers of A's queue waiting in D state, the other 8 runs inactive.
 //   Then A sends V a packet there: V's QP runs on V's own queue and
-//   receives it at once. A sends a packet to a QP of its own whose receive
-//   is in pinned memory: that run waits, inactive, behind A's 256, and
+//   receives it at once. A sends a packet to a QP of its own, in a third
+//   context of A's, whose receive is in pinned memory: that run waits,
+//   inactive, behind A's 256 (one queue per user, not per context), and
 //   still no more than 256 of A's workers wait. A destroys that QP: the
 //   destroy drops the packet and takes the item off the queue itself.
 //   Every worker of A's runs in D state runs an item of sroce_user_65534
@@ -826,7 +827,8 @@ void destroy_wq_full(Scene &s)
 	      kRecvS * time_scale());
 	expect_delivered(s.dev, c0, "A's SEND to V");
 	// A's own QP's run, queued after A's stalled ones on A's queue, waits
-	// inactive behind them, though it would need no fault.
+	// inactive behind them, though it would need no fault: its context is
+	// not theirs, but its user is.
 	Counts c1(s.dev);
 	if (!s.ask(s.a, "A", "own", ans, limit_ms(kBoundS)))
 		return;
@@ -836,7 +838,8 @@ void destroy_wq_full(Scene &s)
 	      limit_ms(kSetupS));
 	CHECK(!strcmp(ans, "recv none"), "A's own QP's receive into pinned "
 	      "memory: '%s' while its run should wait, inactive, behind A's "
-	      "%d stalled ones (A's workqueue was not full?)", ans,
+	      "%d stalled ones (A's workqueue was not full? a queue per "
+	      "context?)", ans,
 	      kMaxActive);
 	if (!s.a_queue_full("once V received and A sent to its own QP", 0))
 		return;

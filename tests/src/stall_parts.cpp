@@ -281,16 +281,19 @@ struct Odp {
 };
 
 // A for destroy_wq_full, pinned to CPU 0: @n UD QPs in one context, each
-// with a receive into the FUSE page (an ODP MR, writable); a UD QP more
-// there, "own", with a receive into A's pinned memory on a CQ of its own;
-// and a UD QP of a second context to send to them. "flood": flooded MS
+// with a receive into the FUSE page (an ODP MR, writable); a UD QP of a
+// second context to send to them; and in a third, "own", a UD QP with a
+// receive into A's pinned memory on a CQ of its own. "own" is in a
+// context of its own so that a queue per context (one uid could multiply
+// queues and kworkers with it) would run it at once, and not in the
+// sender's, whose doorbell would run it itself. "flood": flooded MS
 // RC, a SEND to each of the @n (one ibv_post_send() each); "send QPN":
 // sent RC, a SEND to V; "own": sent RC, a SEND to A's own QP; "ownrecv
 // MS": recv ok|none|bad, its receive within MS; "owndestroy": destroyed
 // MS RC; "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives
 // that completed, those that failed, and how many had each status.
 struct Flood {
-	Dev x, s;
+	Dev x, s, o;
 	Odp m;
 	std::vector<ibv_qp *> qps;
 	ibv_qp *sender = nullptr;
@@ -313,7 +316,8 @@ struct Flood {
 			msg[i] = msg_byte(i);
 		if (!become_nobody() || !x.open(devname, 2 * n) ||
 		    !odp_can(x.ctx, IBV_QPT_UD, IBV_ODP_SUPPORT_RECV) ||
-		    !m.reg(x, file, true) || !s.open(devname, 2 * n))
+		    !m.reg(x, file, true) || !s.open(devname, 2 * n) ||
+		    !o.open(devname, 4))
 			return false;
 		for (int i = 0; i < n; i++) {
 			ibv_qp *qp = make_qp(x, IBV_QPT_UD, 1, 0);
@@ -325,16 +329,16 @@ struct Flood {
 				return false;
 		}
 		own_buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
-		own_cq = ibv_create_cq(x.ctx, 4, nullptr, nullptr, 0);
+		own_cq = ibv_create_cq(o.ctx, 4, nullptr, nullptr, 0);
 		if (own_buf)
-			own_mr = ibv_reg_mr(x.pd, own_buf, 4096,
+			own_mr = ibv_reg_mr(o.pd, own_buf, 4096,
 					    IBV_ACCESS_LOCAL_WRITE);
 		CHECK(own_buf && own_cq && own_mr, "A's own QP's buffer, CQ "
 		      "and MR: %s", strerror(errno));
 		if (!own_mr)
 			return false;
 		memset(own_buf, 0, 4096);
-		own = make_qp(x, IBV_QPT_UD, 1, 0, own_cq);
+		own = make_qp(o, IBV_QPT_UD, 1, 0, own_cq);
 		if (!own || !ud_ready(own) ||
 		    !post_recv(own, own_buf, kGrh + kMsg, own_mr->lkey))
 			return false;
@@ -382,6 +386,7 @@ struct Flood {
 		m.dereg();
 		x.close();
 		s.close();
+		o.close();
 	}
 };
 
