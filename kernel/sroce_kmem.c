@@ -103,34 +103,48 @@ void sroce_kmem_fini(struct sroce_dev *sdev)
 }
 
 /*
+ * A user namespace root made whose root is host root (systemd's
+ * PrivateUsers=, unshare -r run by root): a sandbox, not a container. A
+ * namespace maps kuid 0 only if its parent does, so sandboxes are, in
+ * practice, the outermost levels of a process's chain of namespaces.
+ */
+static bool sroce_ns_host_root(struct user_namespace *ns)
+{
+	return uid_eq(ns->owner, GLOBAL_ROOT_UID) &&
+	       uid_eq(make_kuid(ns, 0), GLOBAL_ROOT_UID);
+}
+
+/*
  * The user a process is charged as: one that only an administrator can
  * multiply. Its effective uid; in a user namespace a user made, that user,
  * so that the uids the namespace maps (from the user's subordinate ids)
  * are not each a user with a bound of its own. In one root made (a
  * container), the uid its root is mapped to: the container's root may
  * become any uid it maps, thousands of them, and is one user however many
- * it takes; the containers do not share root's bound. A namespace whose
- * root is host root (systemd's PrivateUsers=, unshare -r run by root) is
- * a sandbox, not a container: its processes are the uids they are mapped
- * to, as outside, so that a service account sandboxed there does not take
- * root's bounds and queue. Its root is host root, which may be any user
- * anyway. A container that maps no root: likewise.
+ * it takes; the containers do not share root's bound. A container that
+ * maps no root: the process's effective uid.
+ *
+ * Sandboxes (sroce_ns_host_root()) count as no namespace at all: the rule
+ * is applied to the outermost namespace that is none. So a sandbox's own
+ * processes are the uids they are mapped to, as outside (a service account
+ * sandboxed there does not take root's bounds and queue; its root is host
+ * root, which may be any user anyway), and a user's rootless container
+ * made inside one is that user, as it would be outside.
  */
 static kuid_t sroce_kmem_uid(void)
 {
-	struct user_namespace *ns = current_user_ns();
+	struct user_namespace *ns, *top = NULL;
 	kuid_t root;
 
-	if (ns == &init_user_ns)
+	for (ns = current_user_ns(); ns != &init_user_ns; ns = ns->parent)
+		if (!sroce_ns_host_root(ns))
+			top = ns;
+	if (!top)
 		return current_euid();
-	while (ns->parent != &init_user_ns)
-		ns = ns->parent;
-	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
-		return ns->owner;
-	root = make_kuid(ns, 0);
-	if (!uid_valid(root) || uid_eq(root, GLOBAL_ROOT_UID))
-		return current_euid();
-	return root;
+	if (!uid_eq(top->owner, GLOBAL_ROOT_UID))
+		return top->owner;
+	root = make_kuid(top, 0);
+	return uid_valid(root) ? root : current_euid();
 }
 
 /**

@@ -6,8 +6,12 @@
 # all of it goes with the objects. The uids of a user namespace root made
 # (a container's, 0 and 1 mapped to 200000 and 200001) are one user, the
 # uid its root is mapped to: what the namespace's root holds counts
-# against what its uid 1 may have. sroce-check kmem sets the parameters;
-# they are put back here.
+# against what its uid 1 may have. Those of a sandbox root made whose root
+# is host root (as systemd's PrivateUsers=: 0 to 0, 1 to 200001) are each
+# their own user. A user's container in a sandbox that maps every uid to
+# itself (uid 65534 of the sandbox unshares it, the sandbox's root maps 0
+# and 1 to 200000 and 200001) is one user, uid 65534, as outside a
+# sandbox. sroce-check kmem sets the parameters; they are put back here.
 # shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 params=/sys/module/sroce/parameters

@@ -33,6 +33,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <functional>
+#include <grp.h>
 #include <poll.h>
 #include <sched.h>
 #include <set>
@@ -1162,81 +1164,151 @@ bool write_file(const std::string &path, const char *text)
 	return ok;
 }
 
-// In a child of ours, in a user namespace root made (as a container's),
-// its uids 0 and 1 mapped to 200000 and 200001: a context opened as the
-// namespace's root makes 2 of the CQs of cmd_kmem(), then one opened with
-// effective uid 1 gets one more, the bound's last, and the next is
-// refused: the container is one user, the uid its root is mapped to,
-// whatever uid its processes take (sroce_kmem_uid()). With each uid a
-// user of its own, the second context would get 3 more. The device's
-// bound must leave room for 4.
-void container_is_one_user(const char *dev)
+// In a user namespace, as its root and then with effective uid 1: as
+// root, @root_cqs of cmd_kmem()'s CQs; then, in a context opened as uid 1,
+// CQs until one is refused, of which @one_cqs must have been made. 0 if
+// all went as it must.
+int ns_cqs(const char *dev, int root_cqs, int one_cqs, const char *who)
+{
+	if (setresgid(0, 0, 0) || setresuid(0, 0, 0)) {
+		perror("becoming root of the user namespace");
+		return 2;
+	}
+	Context root(dev);
+	if (!root)
+		return 1;
+	std::vector<ibv_cq *> cqs;
+	for (int i = 0; i < root_cqs; i++) {
+		ibv_cq *q = ibv_create_cq(root.get(), 32768, nullptr, nullptr, 0);
+		CHECK(q, "%s's root: a CQ: %s", who, strerror(errno));
+		if (q)
+			cqs.push_back(q);
+	}
+	if (setresuid(-1, 1, -1)) {
+		CHECK(false, "%s: seteuid 1: %s", who, strerror(errno));
+	} else {
+		std::string one_who = std::string(who) + "'s uid 1, its root "
+				      "holding " + std::to_string(root_cqs) +
+				      " CQs";
+		Context one(dev);
+		std::vector<ibv_cq *> more;
+		if (one)
+			more = cqs_until_refused(one.get(), dev, one_cqs,
+						 one_who.c_str());
+		for (ibv_cq *q : more)
+			CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+	}
+	for (ibv_cq *q : cqs)
+		CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+	return failures ? 1 : 0;
+}
+
+// @body run in a child of ours that became uid @uid (unless -1) and then
+// unshared a user namespace, whose uid and gid maps this process wrote
+// (@map: as root writes a container's, or newuidmap, setuid root, a
+// user's). True if the child exited 0; else said, with @who.
+bool in_user_ns(const char *map, int uid, const char *who,
+		const std::function<int()> &body)
 {
 	int ready[2], go[2];
 
 	if (pipe(ready) || pipe(go)) {
 		CHECK(false, "pipe: %s", strerror(errno));
-		return;
+		return false;
 	}
 	fflush(nullptr);
 	pid_t pid = fork();
 	if (pid == 0) {
 		char c = 0;
-		bool in = !unshare(CLONE_NEWUSER) &&
+		bool in = (uid < 0 || (!setgroups(0, nullptr) &&
+				       !setresgid(uid, uid, uid) &&
+				       !setresuid(uid, uid, uid))) &&
+			  !unshare(CLONE_NEWUSER) &&
 			  write(ready[1], "u", 1) == 1 &&
-			  read(go[0], &c, 1) == 1 && c == 'm' &&
-			  !setresgid(0, 0, 0) && !setresuid(0, 0, 0);
+			  read(go[0], &c, 1) == 1 && c == 'm';
 		if (!in) {
-			perror("becoming root of a new user namespace");
+			perror("unsharing a user namespace");
 			_exit(2);
 		}
-		Context root(dev);
-		if (!root)
-			_exit(1);
-		ibv_cq *cq[2] = {};
-		for (ibv_cq *&q : cq) {
-			q = ibv_create_cq(root.get(), 32768, nullptr, nullptr, 0);
-			CHECK(q, "the container's root: a CQ: %s",
-			      strerror(errno));
-		}
-		std::vector<ibv_cq *> more;
-		if (setresuid(-1, 1, -1)) {
-			CHECK(false, "seteuid 1 in the namespace: %s",
-			      strerror(errno));
-		} else {
-			Context one(dev);
-			if (one)
-				more = cqs_until_refused(one.get(), dev, 1,
-							 "the container's uid 1, "
-							 "its root holding 2 CQs");
-			for (ibv_cq *q : more)
-				CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
-		}
-		for (ibv_cq *q : cq)
-			if (q)
-				CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
-		_exit(failures ? 1 : 0);
+		_exit(body());
 	}
 	char c = 0;
 	std::string proc = "/proc/" + std::to_string(pid);
 	bool mapped = pid > 0 && read(ready[0], &c, 1) == 1 && c == 'u' &&
-		      write_file(proc + "/uid_map", "0 200000 2\n") &&
-		      write_file(proc + "/gid_map", "0 200000 2\n");
+		      write_file(proc + "/uid_map", map) &&
+		      write_file(proc + "/gid_map", map);
 	CHECK(pid > 0 && write(go[1], mapped ? "m" : "x", 1) == 1,
-	      "telling the container's root to go on: %s", strerror(errno));
+	      "telling %s's first process to go on: %s", who,
+	      strerror(errno));
 	int status = -1;
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
-	      WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "the container's processes failed (status 0x%x)", status);
+	bool ok = pid > 0 && waitpid(pid, &status, 0) == pid &&
+		  WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	CHECK(ok, "%s's processes failed (status 0x%x)", who, status);
 	for (int fd : { ready[0], ready[1], go[0], go[1] })
 		close(fd);
+	return ok;
+}
+
+// A user namespace root made (as a container's), its uids 0 and 1 mapped
+// to 200000 and 200001: its root makes 2 of the CQs of cmd_kmem(), then
+// its uid 1 gets one more, the bound's last, and the next is refused: the
+// container is one user, the uid its root is mapped to, whatever uid its
+// processes take (sroce_kmem_uid()). With each uid a user of its own, uid
+// 1 would get 3. The device's bound must leave room for 4.
+void container_is_one_user(const char *dev)
+{
+	in_user_ns("0 200000 2\n", -1, "the container", [&] {
+		return ns_cqs(dev, 2, 1, "the container");
+	});
+}
+
+// A sandbox root made (as systemd's PrivateUsers=: its root host root,
+// its uid 1 mapped to 200001) is no container: its uids are their own
+// users, as outside. Its root makes 2 CQs, charged to host root (this
+// process, which holds none now); its uid 1 gets 3 more, a bound of its
+// own, and the next is refused. Counted as a container, uid 1 would share
+// root's bound and get 1.
+void sandbox_uids_are_their_own(const char *dev)
+{
+	in_user_ns("0 0 1\n1 200001 1\n", -1, "the sandbox", [&] {
+		return ns_cqs(dev, 2, 3, "the sandbox");
+	});
+}
+
+// A user's rootless container inside a sandbox root made that maps every
+// uid to itself (as systemd's PrivateUsers=full, or unshare
+// --map-users=0:0:4294967295): the sandbox's uid 65534 unshares the
+// container's namespace, and the sandbox's root maps the container's uids
+// 0 and 1 to 200000 and 200001, as newuidmap, setuid root, would map a
+// user's subordinate uids. The container is one user, uid 65534 that made
+// it, as it would be outside a sandbox: its root makes 2 CQs, its uid 1
+// gets one more, and the next is refused. Judged by the sandbox (the
+// outermost namespace), each of the container's uids would be its own
+// user, and uid 1 would get 3.
+void sandboxed_container_is_its_owner(const char *dev)
+{
+	const char *who = "the container in the sandbox";
+
+	in_user_ns("0 0 4294967295\n", -1, "the sandbox", [&] {
+		if (setresgid(0, 0, 0) || setresuid(0, 0, 0)) {
+			perror("becoming root of the sandbox");
+			return 2;
+		}
+		in_user_ns("0 200000 2\n", 65534, who, [&] {
+			return ns_cqs(dev, 2, 1, who);
+		});
+		return failures ? 1 : 0;
+	});
 }
 
 // As root: this process's CQs of 2 MiB are bounded by max_user_kmem_mb (8:
 // the fourth is refused), a process of another user (uid 65534) has a
 // bound of its own but shares the device's (set so that its second CQ is
-// the last that fits), and a container's uids share one
-// (container_is_one_user()); each refusal counts in kmem_refused,
+// the last that fits), a container's uids share one
+// (container_is_one_user()), a sandbox's uids have each their own
+// (sandbox_uids_are_their_own()), and a user's container in a sandbox is
+// that user (sandboxed_container_is_its_owner()); each refusal counts in
+// kmem_refused,
 // kmem_bytes and "rdma resource"'s kmem tell what the CQs hold, and all of
 // it goes with them. The case saves and restores the parameters.
 int cmd_kmem(const char *dev)
@@ -1333,19 +1405,31 @@ int cmd_kmem(const char *dev)
 	      "every CQ went, %lld before", hw_counter(dev, "kmem_bytes"),
 	      base);
 
-	// A container's uids: one user.
-	refused = hw_counter(dev, "kmem_refused");
+	// A container's uids: one user; a sandbox's: each its own; a
+	// container in a sandbox: one user, its owner.
 	set_param("max_kmem_mb", 0);
-	container_is_one_user(dev);
-	CHECK(hw_counter(dev, "kmem_refused") == refused + 1, "kmem_refused "
-	      "grew by %lld in the container, expected 1",
-	      hw_counter(dev, "kmem_refused") - refused);
-	CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes %lld after "
-	      "the container's CQs went, %lld before",
-	      hw_counter(dev, "kmem_bytes"), base);
+	const struct {
+		const char *who;
+		void (*fn)(const char *);
+	} nss[] = {
+		{ "the container", container_is_one_user },
+		{ "the sandbox", sandbox_uids_are_their_own },
+		{ "the container in the sandbox",
+		  sandboxed_container_is_its_owner },
+	};
+	for (const auto &ns : nss) {
+		refused = hw_counter(dev, "kmem_refused");
+		ns.fn(dev);
+		CHECK(hw_counter(dev, "kmem_refused") == refused + 1,
+		      "kmem_refused grew by %lld in %s, expected 1",
+		      hw_counter(dev, "kmem_refused") - refused, ns.who);
+		CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes "
+		      "%lld after %s's CQs went, %lld before",
+		      hw_counter(dev, "kmem_bytes"), ns.who, base);
+	}
 	if (!failures)
-		printf("kmem: user, container and device bounds enforced, "
-		       "%lld bytes a CQ\n", one);
+		printf("kmem: user, container, sandbox and device bounds "
+		       "enforced, %lld bytes a CQ\n", one);
 	return failures ? 1 : 0;
 }
 
