@@ -345,45 +345,66 @@ struct sroce_user_wq {
 
 /*
  * The users' queues, by uid in the initial namespace. sroce_user_wqs_lock
- * is taken under a device's kmem_lock, never around it. Empty once every
- * device is gone.
+ * is taken with no other lock of sroce's held, and held around no
+ * allocation of a queue nor destruction. Empty once every device is gone.
  */
 static DEFINE_XARRAY(sroce_user_wqs);
 static DEFINE_MUTEX(sroce_user_wqs_lock);
 
-/* @uid's queue, made if it has none: held until sroce_user_wq_put(). */
+/* A new entry of sroce_user_wqs for @key, its queue made; no holder yet. */
+static struct sroce_user_wq *sroce_user_wq_new(unsigned long key,
+					       unsigned int flags)
+{
+	struct sroce_user_wq *uw = kzalloc(sizeof(*uw), GFP_KERNEL_ACCOUNT);
+
+	if (!uw)
+		return NULL;
+	uw->wq = alloc_workqueue("sroce_user_%u", flags, 0, (unsigned int)key);
+	if (!uw->wq) {
+		kfree(uw);
+		return NULL;
+	}
+	return uw;
+}
+
+/*
+ * @uid's queue, made if it has none: held until sroce_user_wq_put(). The
+ * queue is made with the table's lock dropped (alloc_workqueue() takes the
+ * workqueue code's wq_pool_mutex, on 6.12 the CPU hotplug lock too): one
+ * user's first QP does not hold up any other's, on any device. Two first
+ * QPs may both make one; the one that finds the other's stored destroys
+ * its own, which no one has seen.
+ */
 static struct workqueue_struct *sroce_user_wq_get(kuid_t uid,
 						  unsigned int flags)
 {
 	unsigned long key = from_kuid(&init_user_ns, uid);
+	struct sroce_user_wq *uw, *new = NULL;
 	struct workqueue_struct *wq = NULL;
-	struct sroce_user_wq *uw;
 
 	mutex_lock(&sroce_user_wqs_lock);
 	uw = xa_load(&sroce_user_wqs, key);
 	if (!uw) {
-		uw = kzalloc(sizeof(*uw), GFP_KERNEL_ACCOUNT);
-		if (!uw)
-			goto out;
-		uw->wq = alloc_workqueue("sroce_user_%u", flags, 0,
-					 (unsigned int)key);
-		if (!uw->wq)
-			goto err_free;
-		if (xa_err(xa_store(&sroce_user_wqs, key, uw,
-				    GFP_KERNEL_ACCOUNT)))
-			goto err_wq;
+		mutex_unlock(&sroce_user_wqs_lock);
+		new = sroce_user_wq_new(key, flags);
+		if (!new)
+			return NULL;
+		mutex_lock(&sroce_user_wqs_lock);
+		uw = xa_load(&sroce_user_wqs, key);
+		if (!uw && !xa_err(xa_store(&sroce_user_wqs, key, new,
+					    GFP_KERNEL_ACCOUNT)))
+			swap(uw, new);
 	}
-	uw->holders++;
-	wq = uw->wq;
-out:
+	if (uw) {
+		uw->holders++;
+		wq = uw->wq;
+	}
 	mutex_unlock(&sroce_user_wqs_lock);
+	if (new) {
+		destroy_workqueue(new->wq);
+		kfree(new);
+	}
 	return wq;
-
-err_wq:
-	destroy_workqueue(uw->wq);
-err_free:
-	kfree(uw);
-	goto out;
 }
 
 /*
@@ -443,18 +464,38 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 					   struct sroce_kmem_user *ku,
 					   unsigned int flags)
 {
-	struct workqueue_struct *wq;
+	struct workqueue_struct *wq, *extra;
 
 	mutex_lock(&sdev->kmem_lock);
-	if (!ku->wq && !sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes())) {
-		ku->wq = sroce_user_wq_get(ku->uid, flags);
-		if (!ku->wq)
-			sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
-	}
 	wq = ku->wq;
 	if (wq)
 		ku->wq_users++;
 	mutex_unlock(&sdev->kmem_lock);
+	if (wq)
+		return wq;
+
+	/*
+	 * The user's first QP on @sdev: charge it the queue and take a hold,
+	 * the device's lock dropped, then let the first to come back publish
+	 * its hold. A create, or the last destroy, may have come meanwhile:
+	 * holds taken at once are holds of the same queue.
+	 */
+	if (sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes()))
+		return NULL;
+	extra = sroce_user_wq_get(ku->uid, flags);
+	if (!extra)
+		goto uncharge;
+	mutex_lock(&sdev->kmem_lock);
+	if (!ku->wq)
+		swap(ku->wq, extra);
+	wq = ku->wq;
+	ku->wq_users++;
+	mutex_unlock(&sdev->kmem_lock);
+	if (!extra)
+		return wq;
+	sroce_user_wq_put(ku->uid);
+uncharge:
+	sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 	return wq;
 }
 
