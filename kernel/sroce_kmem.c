@@ -353,13 +353,15 @@ static DEFINE_MUTEX(sroce_user_wqs_lock);
 
 /* A new entry of sroce_user_wqs for @key, its queue made; no holder yet. */
 static struct sroce_user_wq *sroce_user_wq_new(unsigned long key,
-					       unsigned int flags)
+					       unsigned int flags,
+					       int max_active)
 {
 	struct sroce_user_wq *uw = kzalloc(sizeof(*uw), GFP_KERNEL_ACCOUNT);
 
 	if (!uw)
 		return NULL;
-	uw->wq = alloc_workqueue("sroce_user_%u", flags, 0, (unsigned int)key);
+	uw->wq = alloc_workqueue("sroce_user_%u", flags, max_active,
+				 (unsigned int)key);
 	if (!uw->wq) {
 		kfree(uw);
 		return NULL;
@@ -376,7 +378,8 @@ static struct sroce_user_wq *sroce_user_wq_new(unsigned long key,
  * its own, which no one has seen.
  */
 static struct workqueue_struct *sroce_user_wq_get(kuid_t uid,
-						  unsigned int flags)
+						  unsigned int flags,
+						  int max_active)
 {
 	unsigned long key = from_kuid(&init_user_ns, uid);
 	struct sroce_user_wq *uw, *new = NULL;
@@ -386,7 +389,7 @@ static struct workqueue_struct *sroce_user_wq_get(kuid_t uid,
 	uw = xa_load(&sroce_user_wqs, key);
 	if (!uw) {
 		mutex_unlock(&sroce_user_wqs_lock);
-		new = sroce_user_wq_new(key, flags);
+		new = sroce_user_wq_new(key, flags, max_active);
 		if (!new)
 			return NULL;
 		mutex_lock(&sroce_user_wqs_lock);
@@ -449,20 +452,20 @@ static size_t sroce_kmem_wq_bytes(void)
  * @sdev: the device
  * @ku: the user (the caller holds a reference)
  * @flags: the queue's flags, if it is made (alloc_workqueue())
+ * @max_active: and its max_active
  *
- * The queue is per CPU, with the default max_active, and named
- * "sroce_user_" and the user's uid (a worker running one of its items
- * shows it in its /proc/PID/comm). It is the user's on every device
- * (struct sroce_user_wq): made when the user has none, charged to the user
- * and the device when it has none on @sdev (refused past either's bound),
- * and gone once the last holder on the last device gave it back. Process
- * context.
+ * The queue is named "sroce_user_" and the user's uid (a worker running
+ * one of its items shows it in its /proc/PID/comm). It is the user's on
+ * every device (struct sroce_user_wq): made when the user has none,
+ * charged to the user and the device when it has none on @sdev (refused
+ * past either's bound), and gone once the last holder on the last device
+ * gave it back. Process context.
  * Return: the queue, held until sroce_kmem_wq_put(); NULL if it could not
  * be made (no memory, or past a bound: kmem_refused counts that).
  */
 struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 					   struct sroce_kmem_user *ku,
-					   unsigned int flags)
+					   unsigned int flags, int max_active)
 {
 	struct workqueue_struct *wq, *extra;
 
@@ -482,7 +485,7 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 	 */
 	if (sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes()))
 		return NULL;
-	extra = sroce_user_wq_get(ku->uid, flags);
+	extra = sroce_user_wq_get(ku->uid, flags, max_active);
 	if (!extra)
 		goto uncharge;
 	mutex_lock(&sdev->kmem_lock);

@@ -52,7 +52,7 @@ void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind);
 /* The user's own workqueue, held by its QPs (sroce_task.c). */
 struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 					   struct sroce_kmem_user *ku,
-					   unsigned int flags);
+					   unsigned int flags, int max_active);
 void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */

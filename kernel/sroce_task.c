@@ -38,7 +38,7 @@
  * owner likes (a page of its FUSE file waits for the file's server), or
  * for a lock the owner holds across such a fault (an MR's, while it
  * re-registers over such a page). A workqueue runs at most max_active
- * (256) of its items at once on a CPU, and the rest wait inactive, so a
+ * of its items at once on a CPU, and the rest wait inactive, so a
  * user's runs stalled on a CPU fill only its own queue's share there:
  * its own runs queued after them wait, no one else's. Every per-CPU queue
  * hands its active items to the CPU's worker pool, which makes a worker
@@ -48,8 +48,7 @@
  * to make workers for the items it queued before theirs, at most its
  * max_active on that CPU, once. A user holds as many stalled kworkers as
  * it has stalled runs, at most max_active on each CPU, however many
- * devices it uses (as many as one user could when all users' QPs shared
- * one queue; only an administrator makes more users). A user's
+ * devices it uses; only an administrator makes more users. A user's
  * queue is not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a
  * process's QP, and a rescuer would be a kthread for each user, to stall
  * in the first fault it ran.
@@ -58,6 +57,17 @@ static struct workqueue_struct *sroce_kernel_wq;
 
 /* A user's queue: per-CPU, high priority, no rescuer. */
 #define SROCE_USER_WQ_FLAGS	WQ_HIGHPRI
+
+/*
+ * A user's queue runs at most 16 of its items at once on a CPU, not the
+ * default 256: that many kworkers is what one user's stalled runs hold on
+ * each CPU, charged to no memory cgroup nor pids.max, and every user has
+ * a queue. A run that does not sleep takes the CPU's pool's one running
+ * worker anyway, so the user loses only the runs of its QPs past 16 that
+ * would sleep at once on a CPU, in faults of its own memory or on its
+ * own locks: they wait for one of the 16 to end.
+ */
+#define SROCE_USER_WQ_ACTIVE	16
 
 /*
  * The QPs a doorbell runs itself on its way out: those its packets went to
@@ -129,7 +139,7 @@ int sroce_task_qp_init(struct sroce_qp *qp)
 		return 0;
 	}
 	qp->wq = sroce_kmem_wq_get(to_sdev(qp->ibqp.device), ku,
-				   SROCE_USER_WQ_FLAGS);
+				   SROCE_USER_WQ_FLAGS, SROCE_USER_WQ_ACTIVE);
 	return qp->wq ? 0 : -ENOMEM;
 }
 

@@ -11,8 +11,8 @@
 #   a worker of A's own queue (its /proc/PID/comm ends in
 #   "+sroce_user_65534"); V destroys its QP; once the read is answered A
 #   has V's bytes.
-# - destroy_wq_full: 256 runs of A's QPs wait in the fault, filling A's
-#   engine workqueue's share of CPU 0 (256 of A's workers in D state, no
+# - destroy_wq_full: 16 runs of A's QPs wait in the fault, filling A's
+#   engine workqueue's share of CPU 0 (16 of A's workers in D state, no
 #   more), and A sends V a packet there: V's QP, on V's own queue,
 #   receives it at once. A's own QP with a receive in pinned memory does
 #   not: its run waits behind A's stalled ones, and A's ibv_destroy_qp()

@@ -33,15 +33,15 @@
 //   A's QPs: the worker's name says so), and V destroys its QP. Once the
 //   read is answered, A's receive holds V's bytes. (Before: V's doorbell
 //   ran A's QP itself and waited in A's fault.)
-// destroy_wq_full: A fills its engine workqueue's 256 active items on CPU
+// destroy_wq_full: A fills its engine workqueue's 16 active items on CPU
 //   0 with runs of its own QPs, each waiting in the fault (UD receives into
-//   the FUSE page, sent by A from a second context): 264 runs queued, 256
+//   the FUSE page, sent by A from a second context): 24 runs queued, 16
 //   workers of A's queue waiting in D state, the other 8 runs inactive.
 //   Then A sends V a packet there: V's QP runs on V's own queue and
 //   receives it at once. A sends a packet to a QP of its own, in a third
 //   context of A's, whose receive is in pinned memory: that run waits,
-//   inactive, behind A's 256 (one queue per user, not per context), and
-//   still no more than 256 of A's workers wait. A destroys that QP: the
+//   inactive, behind A's 16 (one queue per user, not per context), and
+//   still no more than 16 of A's workers wait. A destroys that QP: the
 //   destroy drops the packet and takes the item off the queue itself.
 //   Every worker of A's runs in D state runs an item of sroce_user_65534
 //   (its name says so), and no thread in the fault is a workqueue's
@@ -107,10 +107,10 @@ using tasks::wait_until;
 using tasks::workers_under;
 
 // The engine's workqueue for A's QPs (per CPU; each user has its own,
-// sroce_user_UID, and A is uid 65534): its name, and its max_active 0
-// (WQ_DFL_ACTIVE)
+// sroce_user_UID, and A is uid 65534): its name, and its max_active
+// (SROCE_USER_WQ_ACTIVE, kernel/sroce_task.c)
 const char *const kUserQueue = "sroce_user_65534";
-const int kMaxActive = 256;
+const int kMaxActive = 16;
 // The frame a QP's run in a worker shows: the work function,
 // sroce_qp_work(), tail-calls sroce_qp_run() (a jmp, no frame of its own
 // on the stack). Workers are kernel threads; a doorbell's run, in a
@@ -119,6 +119,9 @@ const char *const kRunFrame = "sroce_qp_run";
 // The fault-ahead jobs a user may have queued or running on a device
 // (SROCE_ODP_USER_AHEAD, kernel/sroce_odp.c)
 const int kUserAhead = 16;
+// A's streams in odp_ahead_bound, far more than its bound: as many as
+// filled sroce_odp's 256 active slots before the bound.
+const int kAheadStreams = 264;
 // ODP's fault-ahead workqueue, sroce_odp, is WQ_SYSFS: root may set how
 // many of its jobs run at once (Documentation/sroce.md, "Fault-ahead").
 const char *const kOdpMaxActive =
@@ -918,7 +921,7 @@ JobCounts jobs_at_start(const char *dev)
 // only in the module's WARN at unload (sroce_odp_exit()).
 void ahead_user_bound(Scene &s)
 {
-	const int n = kMaxActive + 8, v_pages = 2 * 16;
+	const int n = kAheadStreams, v_pages = 2 * 16;
 	const char *job = "sroce_ahead_work";
 	unsigned nv, na;
 	char ans[kLine];

@@ -99,7 +99,7 @@ inline std::string queue_running(const std::string &comm)
 }
 
 // @queues (queue_running()'s, counted) on one line:
-// "sroce_user_65534: 256".
+// "sroce_user_65534: 16".
 inline std::string queues_str(const std::map<std::string, int> &queues)
 {
 	std::string s;
