@@ -434,6 +434,27 @@ static void sroce_user_wq_put(kuid_t uid)
 		destroy_workqueue(wq);
 }
 
+/**
+ * sroce_kmem_exit - at module unload (or a failed load): no user's queue
+ *                   is left
+ *
+ * Every device is gone, and with it every QP and so every hold of a
+ * user's queue. A queue left would be a hold lost: WARN, and destroy it
+ * all the same (its items run the module's code), with its entry.
+ */
+void sroce_kmem_exit(void)
+{
+	struct sroce_user_wq *uw;
+	unsigned long key;
+
+	WARN_ON(!xa_empty(&sroce_user_wqs));
+	xa_for_each(&sroce_user_wqs, key, uw) {
+		destroy_workqueue(uw->wq);
+		kfree(uw);
+	}
+	xa_destroy(&sroce_user_wqs);
+}
+
 /*
  * What a user's workqueue costs, charged to the user: its part on each
  * possible CPU (the kernel's struct pool_workqueue, 256-byte aligned), and

@@ -27,6 +27,7 @@ struct sroce_kmem {
 
 void sroce_kmem_init(struct sroce_dev *sdev);
 void sroce_kmem_fini(struct sroce_dev *sdev);
+void sroce_kmem_exit(void);
 struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev);
 struct sroce_kmem_user *sroce_kmem_user_hold(struct sroce_kmem_user *ku);
 void sroce_kmem_user_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);

@@ -107,10 +107,11 @@ int sroce_task_init(void)
 
 /*
  * At module unload (or a failed load): every QP is gone, and with the
- * users' last QPs their queues.
+ * users' last QPs their queues (sroce_kmem_exit() checks).
  */
 void sroce_task_exit(void)
 {
+	sroce_kmem_exit();
 	destroy_workqueue(sroce_kernel_wq);
 }
 
