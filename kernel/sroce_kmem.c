@@ -23,14 +23,16 @@
  * refusal counts in "kmem_refused", and each QP, CQ and MR shows its own
  * bytes as "kmem" in "rdma resource show ... -dd".
  *
- * The same record counts the jobs a user's memory has queued or running
- * on a workqueue the users share, by kind (an ODP range's faults that an
- * access could not wait for; the faults ahead of its QPs' streams,
- * sroce_odp.c), so that one user's stalled jobs cannot take every worker:
- * sroce_kmem_job_start(), sroce_kmem_job_end(). And it holds the user's
- * own workqueue, which its QPs' runs on every device share with no other
- * user's, made with its first QP and charged to it: sroce_kmem_wq_get(),
- * sroce_kmem_wq_put().
+ * Each device's record of a user points to the user's one record for all
+ * devices (struct sroce_user), which counts the jobs the user's memory has
+ * queued or running on a workqueue the users share, by kind (an ODP
+ * range's faults that an access could not wait for; the faults ahead of
+ * its QPs' streams, sroce_odp.c), so that one user's stalled jobs cannot
+ * take every worker, however many devices it uses: sroce_kmem_job_start(),
+ * sroce_kmem_job_end(). And it holds the user's own workqueue, which its
+ * QPs' runs on every device share with no other user's, made with its
+ * first QP and charged to it: sroce_kmem_wq_get(), sroce_kmem_wq_put().
+ * The kernel memory bounds stay per device.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -53,28 +55,108 @@ MODULE_PARM_DESC(max_user_kmem_mb,
 		 "The same for one user's processes on a device (0: a quarter of RAM)");
 
 /**
+ * struct sroce_user - what one user holds on every device
+ * @ref: the user's records on the devices (struct sroce_kmem_user), one
+ *       for each device its processes have open or hold objects of
+ * @uid: the user (sroce_kmem_uid())
+ * @jobs: jobs of the user's memory queued or running, on every device, by
+ *        kind (sroce_kmem_job_start())
+ * @lock: serialises making, holding and destroying @wq; taken with no
+ *        other lock of sroce's held
+ * @wq: the user's own workqueue, "sroce_user_UID", or NULL; under @lock
+ * @wq_holders: the records that hold @wq, each while it has a QP on its
+ *              device (sroce_kmem_wq_get()); under @lock
+ *
+ * One per user, not per (user, device): a user's stalled runs hold at most
+ * its queue's max_active workers on each CPU, and its stalled ODP jobs at
+ * most its bound of each kind, however many devices it uses.
+ */
+struct sroce_user {
+	struct kref ref;
+	kuid_t uid;
+	atomic_t jobs[SROCE_JOB_KINDS];
+	struct mutex lock; /* see above */
+	struct workqueue_struct *wq;
+	unsigned int wq_holders;
+};
+
+/*
+ * The users, by uid in the initial namespace (the key of each device's
+ * table too). sroce_users_lock serialises adding and removing entries:
+ * never under a device's kmem_lock, and no lock is taken under it. Empty
+ * once every device is gone.
+ */
+static DEFINE_XARRAY(sroce_users);
+static DEFINE_MUTEX(sroce_users_lock);
+
+/**
  * struct sroce_kmem_user - what one user's processes hold on a device
  * @ref: the user's contexts, and the objects charged to it (some outlive
  *       their context: an ODP pin, an XRC target QP)
- * @uid: the user (sroce_kmem_uid())
+ * @user: the user on every device (a reference, for this record's life)
  * @bytes: charged to the user now
- * @jobs: jobs of the user's memory queued or running, by kind
- *        (sroce_kmem_job_start())
  * @sdev: the device, whose table of users holds this one
  * @wq: the user's own workqueue, or NULL (sroce_kmem_wq_get()), held in
- *      struct sroce_user_wq while not NULL; under @sdev's kmem_lock
+ *      @user while not NULL; under @sdev's kmem_lock
  * @wq_users: the objects that hold @wq (its user's QPs on @sdev); under
  *            @sdev's kmem_lock
  */
 struct sroce_kmem_user {
 	struct kref ref;
-	kuid_t uid;
+	struct sroce_user *user;
 	atomic64_t bytes;
-	atomic_t jobs[SROCE_JOB_KINDS];
 	struct sroce_dev *sdev;
 	struct workqueue_struct *wq;
 	unsigned int wq_users;
 };
+
+/* @uid's record for every device, made if it has none: a reference. */
+static struct sroce_user *sroce_user_get(kuid_t uid)
+{
+	unsigned long key = from_kuid(&init_user_ns, uid);
+	struct sroce_user *user, *new;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL_ACCOUNT);
+	if (!new)
+		return NULL;
+	kref_init(&new->ref);
+	new->uid = uid;
+	mutex_init(&new->lock);
+
+	mutex_lock(&sroce_users_lock);
+	user = xa_load(&sroce_users, key);
+	if (user)
+		kref_get(&user->ref);
+	else if (!xa_err(xa_store(&sroce_users, key, new, GFP_KERNEL_ACCOUNT)))
+		user = new;
+	mutex_unlock(&sroce_users_lock);
+	if (user != new)
+		kfree(new);
+	return user;
+}
+
+/*
+ * The user's last record went, on the last device: sroce_users_lock held.
+ * Its QPs went before (each held its record), and with the last its queue.
+ */
+static void sroce_user_release(struct kref *ref)
+{
+	struct sroce_user *user = container_of(ref, struct sroce_user, ref);
+	int i;
+
+	for (i = 0; i < SROCE_JOB_KINDS; i++)
+		WARN_ON(atomic_read(&user->jobs[i]));
+	WARN_ON(user->wq || user->wq_holders);
+	xa_erase(&sroce_users, from_kuid(&init_user_ns, user->uid));
+	mutex_destroy(&user->lock);
+	kfree(user);
+}
+
+static void sroce_user_put(struct sroce_user *user)
+{
+	if (kref_put_mutex(&user->ref, sroce_user_release, &sroce_users_lock))
+		mutex_unlock(&sroce_users_lock);
+}
 
 /* @mb MiB, or for 0 RAM >> @ram_shift. */
 static u64 sroce_kmem_bound(unsigned int mb, unsigned int ram_shift)
@@ -160,16 +242,19 @@ struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
 	kuid_t uid = sroce_kmem_uid();
 	unsigned long key = from_kuid(&init_user_ns, uid);
 	struct sroce_kmem_user *ku, *new;
-	int err, i;
+	int err;
 
 	new = kzalloc(sizeof(*new), GFP_KERNEL_ACCOUNT);
 	if (!new)
 		return ERR_PTR(-ENOMEM);
+	/* Before the device's lock: sroce_users_lock is never taken under it. */
+	new->user = sroce_user_get(uid);
+	if (!new->user) {
+		kfree(new);
+		return ERR_PTR(-ENOMEM);
+	}
 	kref_init(&new->ref);
-	new->uid = uid;
 	atomic64_set(&new->bytes, 0);
-	for (i = 0; i < SROCE_JOB_KINDS; i++)
-		atomic_set(&new->jobs[i], 0);
 	new->sdev = sdev;
 
 	mutex_lock(&sdev->kmem_lock);
@@ -182,8 +267,10 @@ struct sroce_kmem_user *sroce_kmem_user_get(struct sroce_dev *sdev)
 		ku = err ? ERR_PTR(err) : new;
 	}
 	mutex_unlock(&sdev->kmem_lock);
-	if (ku != new)
+	if (ku != new) {
+		sroce_user_put(new->user);
 		kfree(new);
+	}
 	return ku;
 }
 
@@ -195,33 +282,34 @@ struct sroce_kmem_user *sroce_kmem_user_hold(struct sroce_kmem_user *ku)
 	return ku;
 }
 
-/* The last reference went: @ku->sdev's kmem_lock held. */
+/*
+ * The last reference went: @ku->sdev's kmem_lock held. Out of the
+ * device's table; sroce_kmem_user_put() frees it.
+ */
 static void sroce_kmem_user_release(struct kref *ref)
 {
 	struct sroce_kmem_user *ku = container_of(ref, struct sroce_kmem_user,
 						  ref);
 
-	int i;
-
 	WARN_ON(atomic64_read(&ku->bytes));
-	for (i = 0; i < SROCE_JOB_KINDS; i++)
-		WARN_ON(atomic_read(&ku->jobs[i]));
 	WARN_ON(ku->wq || ku->wq_users);
-	xa_erase(&ku->sdev->kmem_users, from_kuid(&init_user_ns, ku->uid));
-	kfree(ku);
+	xa_erase(&ku->sdev->kmem_users,
+		 from_kuid(&init_user_ns, ku->user->uid));
 }
 
 /*
- * Drop a reference; the last takes the user out of @sdev's table. Process
- * context (the last one takes a mutex).
+ * Drop a reference; the last takes the user out of @sdev's table, and
+ * gives back its reference to the user's record for every device, after
+ * the device's lock. Process context (the last one takes mutexes).
  */
 void sroce_kmem_user_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
 {
-	if (!ku)
+	if (!ku || !kref_put_mutex(&ku->ref, sroce_kmem_user_release,
+				   &sdev->kmem_lock))
 		return;
-	if (kref_put_mutex(&ku->ref, sroce_kmem_user_release,
-			   &sdev->kmem_lock))
-		mutex_unlock(&sdev->kmem_lock);
+	mutex_unlock(&sdev->kmem_lock);
+	sroce_user_put(ku->user);
+	kfree(ku);
 }
 
 /* Add @n to @v if the sum stays within @bound. */
@@ -269,7 +357,7 @@ int sroce_kmem_charge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 refused:
 	sroce_count(sdev, SROCE_CNT_KMEM_REFUSED);
 	sroce_dbg_dev(sdev, "%zu bytes for uid %u refused: %lld on the device, %lld the user's\n",
-		      bytes, from_kuid(&init_user_ns, ku->uid),
+		      bytes, from_kuid(&init_user_ns, ku->user->uid),
 		      atomic64_read(dev), atomic64_read(&ku->bytes));
 	return -ENOMEM;
 }
@@ -309,7 +397,8 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
  *      reference to an object charged to it), or NULL for a kernel
  *      consumer's, never bounded
  * @kind: the job's kind, counted apart from the others
- * @max: how many of that kind the user may have queued or running
+ * @max: how many of that kind the user may have queued or running, on
+ *       every device together
  *
  * Any context.
  * Return: true if counted (sroce_kmem_job_end() when the job is done),
@@ -318,141 +407,79 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 bool sroce_kmem_job_start(struct sroce_kmem_user *ku,
 			  enum sroce_kmem_job kind, unsigned int max)
 {
-	return !ku || atomic_add_unless(&ku->jobs[kind], 1, max);
+	return !ku || atomic_add_unless(&ku->user->jobs[kind], 1, max);
 }
 
 /* A job sroce_kmem_job_start() counted is done. Any context. */
 void sroce_kmem_job_end(struct sroce_kmem_user *ku, enum sroce_kmem_job kind)
 {
 	if (ku)
-		atomic_dec(&ku->jobs[kind]);
-}
-
-/**
- * struct sroce_user_wq - a user's own workqueue, one for all devices
- * @wq: the queue, "sroce_user_UID"
- * @holders: the records (struct sroce_kmem_user, one per device) that hold
- *           it, each while it has a QP on its device
- *
- * One per user, not per (user, device): a user's stalled runs hold at most
- * the queue's max_active workers on each CPU, however many devices it
- * uses, as when all users shared one queue. Under sroce_user_wqs_lock.
- */
-struct sroce_user_wq {
-	struct workqueue_struct *wq;
-	unsigned int holders;
-};
-
-/*
- * The users' queues, by uid in the initial namespace. sroce_user_wqs_lock
- * is taken with no other lock of sroce's held, and held around no
- * allocation of a queue nor destruction. Empty once every device is gone.
- */
-static DEFINE_XARRAY(sroce_user_wqs);
-static DEFINE_MUTEX(sroce_user_wqs_lock);
-
-/* A new entry of sroce_user_wqs for @key, its queue made; no holder yet. */
-static struct sroce_user_wq *sroce_user_wq_new(unsigned long key,
-					       unsigned int flags,
-					       int max_active)
-{
-	struct sroce_user_wq *uw = kzalloc(sizeof(*uw), GFP_KERNEL_ACCOUNT);
-
-	if (!uw)
-		return NULL;
-	uw->wq = alloc_workqueue("sroce_user_%u", flags, max_active,
-				 (unsigned int)key);
-	if (!uw->wq) {
-		kfree(uw);
-		return NULL;
-	}
-	return uw;
+		atomic_dec(&ku->user->jobs[kind]);
 }
 
 /*
- * @uid's queue, made if it has none: held until sroce_user_wq_put(). The
- * queue is made with the table's lock dropped (alloc_workqueue() takes the
- * workqueue code's wq_pool_mutex, on 6.12 the CPU hotplug lock too): one
- * user's first QP does not hold up any other's, on any device. Two first
- * QPs may both make one; the one that finds the other's stored destroys
- * its own, which no one has seen.
+ * @user's queue, made if it has none: held until sroce_user_wq_put(). Under
+ * the user's own lock, which no other user's QPs wait for: alloc_workqueue()
+ * takes the workqueue code's wq_pool_mutex (on 6.12 the CPU hotplug lock
+ * too), and a user's first QP holds up only the user's own.
  */
-static struct workqueue_struct *sroce_user_wq_get(kuid_t uid,
+static struct workqueue_struct *sroce_user_wq_get(struct sroce_user *user,
 						  unsigned int flags,
 						  int max_active)
 {
-	unsigned long key = from_kuid(&init_user_ns, uid);
-	struct sroce_user_wq *uw, *new = NULL;
-	struct workqueue_struct *wq = NULL;
+	struct workqueue_struct *wq;
 
-	mutex_lock(&sroce_user_wqs_lock);
-	uw = xa_load(&sroce_user_wqs, key);
-	if (!uw) {
-		mutex_unlock(&sroce_user_wqs_lock);
-		new = sroce_user_wq_new(key, flags, max_active);
-		if (!new)
-			return NULL;
-		mutex_lock(&sroce_user_wqs_lock);
-		uw = xa_load(&sroce_user_wqs, key);
-		if (!uw && !xa_err(xa_store(&sroce_user_wqs, key, new,
-					    GFP_KERNEL_ACCOUNT)))
-			swap(uw, new);
-	}
-	if (uw) {
-		uw->holders++;
-		wq = uw->wq;
-	}
-	mutex_unlock(&sroce_user_wqs_lock);
-	if (new) {
-		destroy_workqueue(new->wq);
-		kfree(new);
-	}
+	mutex_lock(&user->lock);
+	if (!user->wq)
+		user->wq = alloc_workqueue("sroce_user_%u", flags, max_active,
+					   from_kuid(&init_user_ns, user->uid));
+	wq = user->wq;
+	if (wq)
+		user->wq_holders++;
+	mutex_unlock(&user->lock);
 	return wq;
 }
 
 /*
- * Give @uid's queue back; the last holder destroys it. Every holder has
- * seen that no QP of its own is left to queue on it (sroce_kmem_wq_put()),
- * so the last one destroys an idle queue: from a QP's destroy, never from
- * a work item of the queue.
+ * Give @user's queue back; the last holder destroys it, after the lock.
+ * Every holder has seen that no QP of its own is left to queue on it
+ * (sroce_kmem_wq_put()), so the last one destroys an idle queue: from a
+ * QP's destroy, never from a work item of the queue. A first QP meanwhile
+ * makes a new one, of the same name.
  */
-static void sroce_user_wq_put(kuid_t uid)
+static void sroce_user_wq_put(struct sroce_user *user)
 {
-	unsigned long key = from_kuid(&init_user_ns, uid);
 	struct workqueue_struct *wq = NULL;
-	struct sroce_user_wq *uw;
 
-	mutex_lock(&sroce_user_wqs_lock);
-	uw = xa_load(&sroce_user_wqs, key);
-	if (!WARN_ON(!uw) && !--uw->holders) {
-		xa_erase(&sroce_user_wqs, key);
-		wq = uw->wq;
-		kfree(uw);
+	mutex_lock(&user->lock);
+	if (!WARN_ON(!user->wq_holders) && !--user->wq_holders) {
+		wq = user->wq;
+		user->wq = NULL;
 	}
-	mutex_unlock(&sroce_user_wqs_lock);
+	mutex_unlock(&user->lock);
 	if (wq)
 		destroy_workqueue(wq);
 }
 
 /**
- * sroce_kmem_exit - at module unload (or a failed load): no user's queue
- *                   is left
+ * sroce_kmem_exit - at module unload (or a failed load): no user is left
  *
- * Every device is gone, and with it every QP and so every hold of a
- * user's queue. A queue left would be a hold lost: WARN, and destroy it
- * all the same (its items run the module's code), with its entry.
+ * Every device is gone, and with it every record of a user. A user left
+ * would be a reference lost: WARN, and destroy its queue all the same (its
+ * items run the module's code), with the entry.
  */
 void sroce_kmem_exit(void)
 {
-	struct sroce_user_wq *uw;
+	struct sroce_user *user;
 	unsigned long key;
 
-	WARN_ON(!xa_empty(&sroce_user_wqs));
-	xa_for_each(&sroce_user_wqs, key, uw) {
-		destroy_workqueue(uw->wq);
-		kfree(uw);
+	WARN_ON(!xa_empty(&sroce_users));
+	xa_for_each(&sroce_users, key, user) {
+		if (user->wq)
+			destroy_workqueue(user->wq);
+		kfree(user);
 	}
-	xa_destroy(&sroce_user_wqs);
+	xa_destroy(&sroce_users);
 }
 
 /*
@@ -477,7 +504,7 @@ static size_t sroce_kmem_wq_bytes(void)
  *
  * The queue is named "sroce_user_" and the user's uid (a worker running
  * one of its items shows it in its /proc/PID/comm). It is the user's on
- * every device (struct sroce_user_wq): made when the user has none,
+ * every device (struct sroce_user): made when the user has none,
  * charged to the user and the device when it has none on @sdev (refused
  * past either's bound), and gone once the last holder on the last device
  * gave it back. Process context.
@@ -506,7 +533,7 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 	 */
 	if (sroce_kmem_charge(sdev, ku, sroce_kmem_wq_bytes()))
 		return NULL;
-	extra = sroce_user_wq_get(ku->uid, flags, max_active);
+	extra = sroce_user_wq_get(ku->user, flags, max_active);
 	if (!extra)
 		goto uncharge;
 	mutex_lock(&sdev->kmem_lock);
@@ -517,7 +544,7 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 	mutex_unlock(&sdev->kmem_lock);
 	if (!extra)
 		return wq;
-	sroce_user_wq_put(ku->uid);
+	sroce_user_wq_put(ku->user);
 uncharge:
 	sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 	return wq;
@@ -546,6 +573,6 @@ void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
 	mutex_unlock(&sdev->kmem_lock);
 	if (!wq)
 		return;
-	sroce_user_wq_put(ku->uid);
+	sroce_user_wq_put(ku->user);
 	sroce_kmem_uncharge(sdev, ku, sroce_kmem_wq_bytes());
 }

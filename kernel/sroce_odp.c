@@ -713,8 +713,8 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
  * A user whose memory stalls its faults (its FUSE file) stalls its jobs,
  * each holding a worker: up to SROCE_AHEAD_JOBS per direction of each of
  * its QPs' responders. So a user has at most SROCE_ODP_USER_AHEAD of them
- * queued or running on a device (counted with its kernel memory, as a
- * QP's user, sroce_kmem_job_start()), and all users of all devices
+ * queued or running on all devices together (counted as a QP's user,
+ * sroce_kmem_job_start()), and all users of all devices
  * together at most SROCE_ODP_AHEAD_JOBS, a quarter of the queue's
  * max_active (WQ_UNBOUND_MAX_ACTIVE, 512 or more): past either, a stream's
  * message queues no job and its next message faults its pages itself, as
@@ -723,7 +723,7 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
  * node's jobs on its own, and from 6.9 the kernel shares it out between
  * the nodes by their CPUs, a quarter or more each on up to four nodes of
  * as many CPUs. Stalled jobs of SROCE_ODP_AHEAD_JOBS /
- * SROCE_ODP_USER_AHEAD (user, device) pairs, 8, still keep every other
+ * SROCE_ODP_USER_AHEAD users, 8, still keep every other
  * user's fault-ahead out (their messages fault as they go, as without
  * it) until their stalls end; that many stalled kworkers is the most all
  * users can make through fault-ahead.
@@ -776,8 +776,8 @@ static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
  * no engine waits for, on a queue of their own: they are the only way an
  * XRC receive QP's ODP access makes progress, and a user whose memory
  * stalls its faults (its FUSE file) stalls its jobs. So a user has at most
- * SROCE_ODP_USER_LATER of them queued or running on a device (counted with
- * its kernel memory, sroce_kmem_job_start(); past that its accesses stay
+ * SROCE_ODP_USER_LATER of them queued or running on all devices together
+ * (sroce_kmem_job_start(); past that its accesses stay
  * RNR NAKed until one ends), and the queue runs as many at once as an
  * unbound queue may, WQ_UNBOUND_MAX_ACTIVE: one user cannot take every
  * worker from the others' jobs, nor from the QPs' fault-ahead jobs.
@@ -793,8 +793,7 @@ static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
  * shared out between nodes), nor in a rescuer's list behind one (the
  * queue has no rescuer: see sroce_odp_wq). Many users' stalled jobs can
  * still hold the others' off this way: max_active / SROCE_ODP_USER_LATER
- * of them, 32 (user, device) pairs (on 6.1 from 128 CPUs on, 4 x CPUs /
- * 16).
+ * of them, 32 users (on 6.1 from 128 CPUs on, 4 x CPUs / 16).
  */
 static struct workqueue_struct *sroce_odp_later_wq;
 
@@ -1403,7 +1402,7 @@ void sroce_ahead_stop(struct sroce_ahead *ahead)
  * and the new job takes another slot of @ahead; with every slot's job
  * still running, this message queues none (odp_ahead_busy). Nor does it
  * when the QP's user has SROCE_ODP_USER_AHEAD jobs queued or running on
- * the device, or all users SROCE_ODP_AHEAD_JOBS (odp_ahead_refused; see
+ * all devices, or all users SROCE_ODP_AHEAD_JOBS (odp_ahead_refused; see
  * sroce_odp_wq): a user whose memory stalls its jobs' faults holds that
  * many workers, no more.
  * May sleep (the faults).

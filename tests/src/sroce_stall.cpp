@@ -116,7 +116,7 @@ const int kMaxActive = 16;
 // on the stack). Workers are kernel threads; a doorbell's run, in a
 // process, shows it too.
 const char *const kRunFrame = "sroce_qp_run";
-// The fault-ahead jobs a user may have queued or running on a device
+// The fault-ahead jobs a user may have queued or running on all devices
 // (SROCE_ODP_USER_AHEAD, kernel/sroce_odp.c)
 const int kUserAhead = 16;
 // A's streams in odp_ahead_bound, far more than its bound: as many as
