@@ -19,6 +19,12 @@
 #   of it returns all the same. Every worker of A's runs runs an item of
 #   sroce_user_65534, and no thread in the fault is a workqueue's rescuer
 #   (users' queues have none).
+# - two_devices_one_queue: the same 16 runs stall A's queue on CPU 0, its
+#   QPs on sroce0, and A's QP on sroce1 (a veth's, 10.78.0.1) does not
+#   receive either: A has one queue for both devices. Once the read is
+#   answered it does; A destroys its QPs on sroce0 first, then on sroce1,
+#   whose record destroys the queue, and A's next QP, on sroce1, receives
+#   at once.
 # - odp_ahead_bound: 264 streams of A's QPs each would queue a
 #   fault-ahead job that waits in the fault: A gets its bound of 16 jobs
 #   ("rdma res show mr -dd": ahead_queued), which wait there, and the
@@ -51,6 +57,18 @@ stall=$repo/tests/bin/sroce-stall
 	skip "no FUSE in this kernel (CONFIG_FUSE_FS): no fault to stall"
 link_add sroce0 eth0
 base=$(kernel_counts sroce0)
+# two_devices_one_queue's second device, on a veth with an IPv4 address:
+# A's path there is the address's RoCEv2 GID.
+ip link add sva type veth peer name svb || fail "cannot create veth"
+trap 'ip link del sva 2>/dev/null' EXIT
+ip link set sva up && ip link set svb up &&
+	ip addr add 10.78.0.1/24 dev sva || fail "setting sva up"
+link_add sroce1 sva
+sva_gid() {
+	grep -qsx 0000:0000:0000:0000:0000:ffff:0a4e:0001 \
+		/sys/class/infiniband/sroce1/ports/1/gids/*
+}
+wait_for 20 sva_gid || fail "sroce1 has no GID for 10.78.0.1"
 mnt=$(mktemp -d /tmp/sroce-stall.XXXXXX) || fail "mktemp -d"
 chmod 755 "$mnt"	# A, uid 65534, opens the file under it
 # sroce_odp's max_active as loaded, which the *_odp_ahead_queued tests
@@ -60,7 +78,7 @@ max_active=/sys/bus/workqueue/devices/sroce_odp/max_active
 odp_active=$(cat $max_active)
 # shellcheck disable=SC2064 # $mnt and $odp_active are known now
 trap "fuse_abort '$mnt'; umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
-	echo $odp_active > $max_active" EXIT
+	echo $odp_active > $max_active; ip link del sva 2>/dev/null" EXIT
 # The device's fault-ahead jobs queued or running: none once a test's
 # QPs are gone (each job gave its counts back).
 held=/sys/class/infiniband/sroce0/ports/1/hw_counters/odp_ahead_held
@@ -72,9 +90,11 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
-	destroy_wq_full odp_ahead_bound dereg_odp_ahead_queued \
-	exit_odp_ahead_queued; do
-	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" 2>&1)
+	destroy_wq_full two_devices_one_queue odp_ahead_bound \
+	dereg_odp_ahead_queued exit_odp_ahead_queued; do
+	dev2=()
+	[ $t = two_devices_one_queue ] && dev2=(sroce1)
+	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" "${dev2[@]}" 2>&1)
 	rc=$?
 	[ $rc = 77 ] && skip "$(sed -n "s/^SKIP: $t: //p" <<<"$out")"
 	[ $rc = 0 ] || bad+="$t (status $rc): $out"$'\n'
@@ -97,9 +117,12 @@ for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 		done
 		fail "$bad"
 	fi
-	for o in pd mr cq qp; do
-		n=$(user_objects $o sroce0)
-		[ "$n" = 0 ] || bad+="$t: $n process $o objects left"$'\n'
+	for d in sroce0 sroce1; do
+		for o in pd mr cq qp; do
+			n=$(user_objects $o $d)
+			[ "$n" = 0 ] ||
+				bad+="$t: $n process $o objects left on $d"$'\n'
+		done
 	done
 	[ "$(cat $held)" = 0 ] ||
 		bad+="$t: odp_ahead_held $(cat $held) once it ended, not 0"$'\n'

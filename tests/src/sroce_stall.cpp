@@ -16,7 +16,9 @@
 // that does not return in time is a failure, said with its kernel stack;
 // then the read is answered, and everything must end and go.
 //
-//   sroce-stall DEV DIR TEST     DIR: an empty folder to mount on (root)
+//   sroce-stall DEV DIR TEST [DEV2]   DIR: an empty folder to mount on
+//                                     (root); DEV2: two_devices_one_queue's
+//                                     second device
 //
 // destroy_other_user: A's RC QP is connected to V's QPN; one
 //   ibv_post_send() of A's posts a SEND (inline) and a SEND from the FUSE
@@ -51,6 +53,15 @@
 //   inactive waited for a worker to run it; and while users' QPs shared
 //   the WQ_MEM_RECLAIM queue with kernel QPs, its rescuer could take A's
 //   runs and stall.)
+// two_devices_one_queue: A's queue is one for every device. A fills it
+//   on CPU 0 as in destroy_wq_full, its 24 QPs on DEV, then sends from a
+//   context on DEV2 to a QP of its own there, in another context, whose
+//   receive is in pinned memory: its run waits, inactive, behind A's 16
+//   stalled ones on DEV (with a queue per device it would run at once),
+//   and runs once the read is answered. Then A destroys its QPs on DEV
+//   first, then those on DEV2, so that DEV2's record gives the queue's
+//   last hold back and destroys it; A's next QP, on DEV2, makes a new
+//   queue and receives a SEND at once.
 // odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
 //   KiB of A's memory and the file after it, each would queue a
 //   fault-ahead job for the file's page: A gets its bound of them, 16,
@@ -364,12 +375,18 @@ private:
 // and unmounting (which aborts the connection first, in case).
 struct Scene {
 	const char *dev;
+	const char *dev2;	// a second device, or nullptr
 	std::string dir;
 	StallFs fs;
 	Role v, a;
 	bool fuse_missing = false;
+	// the device's ODP counts before A's flood (a_flood_stalls())
+	long long flood_inval = -1, flood_faults = -1;
 
-	Scene(const char *d, const char *mnt) : dev(d), dir(mnt) {}
+	Scene(const char *d, const char *d2, const char *mnt)
+		: dev(d), dev2(d2), dir(mnt)
+	{
+	}
 
 	bool mount()
 	{
@@ -540,6 +557,60 @@ struct Scene {
 		      kMaxActive, kUserQueue, w.where().c_str(), w.other,
 		      w.fault_stack.c_str(), tasks::kthread_census().c_str());
 		return full;
+	}
+
+	// A, attacker_flood() with @n QPs (and its own QP on @own_dev, if
+	// given), starts; its SENDs to its @n QPs ("flood", which only queue
+	// their work: they are of another context) return in time, and those
+	// QPs' runs wait in A's fault, filling A's queue on CPU 0
+	// (engine_held(), a_queue_full()): the premise of destroy_wq_full and
+	// two_devices_one_queue. Else said.
+	bool a_flood_stalls(int n, const char *own_dev = nullptr)
+	{
+		std::string file = fs.file();
+		unsigned na;
+
+		if (!start(a, "A", [&](int fd) {
+			    return stall::attacker_flood(fd, dev, file, n,
+							 own_dev);
+		    }, &na))
+			return false;
+		flood_inval = port_counter(dev, "odp_pages_invalidated");
+		flood_faults = port_counter(dev, "odp_page_faults");
+		Counts f0(dev);
+		bool flooded = say(a.fd, "flood") &&
+			       returns(a, "A's SENDs", "flooded",
+				       limit_ms(kBoundS));
+
+		CHECK(flooded, "A's ibv_post_send of SENDs to its QPs of "
+		      "another context did not return in %ld s (its doorbell "
+		      "runs them itself?); A: %s", kBoundS * time_scale(),
+		      stack_of(a.pid).c_str());
+		return flooded && read_held() && engine_held(f0, n) &&
+		       a_queue_full("A's runs in the fault",
+				    limit_ms(3 * kStallS));
+	}
+
+	// Once the read is answered, all of A's @n flooded receives complete
+	// well; else said, with the device's ODP counts since the flood.
+	void a_flood_received(int n)
+	{
+		char ans[kLine];
+
+		ask(a, "A", "recvd " + std::to_string(limit_ms(kAfterS)), ans,
+		    limit_ms(kAfterS) + limit_ms(kSetupS));
+		// "recvd GOT BAD STATUS:COUNT...": each status of those that
+		// came.
+		int got = -1, bad = -1;
+		bool read = sscanf(ans, "recvd %d %d", &got, &bad) == 2;
+		CHECK(read && got == n && bad == 0, "A's %d receives once the "
+		      "read was answered: '%s' (received, failed; then each "
+		      "completion status, ibv_wc_status, and how many had it: "
+		      "4 LOC_PROT_ERR is a fault that failed); "
+		      "odp_pages_invalidated +%lld, odp_page_faults +%lld "
+		      "since the flood", n, ans,
+		      port_counter(dev, "odp_pages_invalidated") - flood_inval,
+		      port_counter(dev, "odp_page_faults") - flood_faults);
 	}
 
 	// A's streams of READs ("flood"): all completed in time, else said.
@@ -790,31 +861,15 @@ void doorbell_to_stalled_peer(Scene &s)
 void destroy_wq_full(Scene &s)
 {
 	const int n = kMaxActive + 8;
-	unsigned vq, na;
+	unsigned vq;
 	char ans[kLine];
 	std::string one;
-	std::string file = s.fs.file();
 	int workers = 0;
 
 	if (!s.start(s.v, "V", [&](int fd) {
 		    return stall::victim(fd, s.dev, IBV_QPT_UD);
 	    }, &vq) ||
-	    !s.start(s.a, "A", [&](int fd) {
-		    return stall::attacker_flood(fd, s.dev, file, n);
-	    }, &na))
-		return;
-	// A's sends to its other context's QPs only queue their work.
-	long long inval = port_counter(s.dev, "odp_pages_invalidated");
-	long long faults = port_counter(s.dev, "odp_page_faults");
-	Counts f0(s.dev);
-	bool flooded = say(s.a.fd, "flood") &&
-		       s.returns(s.a, "A's SENDs", "flooded", limit_ms(kBoundS));
-	CHECK(flooded, "A's ibv_post_send of SENDs to its QPs of another "
-	      "context did not return in %ld s (its doorbell runs them "
-	      "itself?); A: %s", kBoundS * time_scale(),
-	      stack_of(s.a.pid).c_str());
-	if (!flooded || !s.read_held() || !s.engine_held(f0, n) ||
-	    !s.a_queue_full("A's runs in the fault", limit_ms(3 * kStallS)))
+	    !s.a_flood_stalls(n))
 		return;
 	// V's QP runs on V's own queue: a worker takes it at once.
 	Counts c0(s.dev);
@@ -868,18 +923,54 @@ void destroy_wq_full(Scene &s)
 	if (!destroyed)
 		s.comes_after(s.a, "A's ibv_destroy_qp of its own QP",
 			      "destroyed");
-	s.ask(s.a, "A", "recvd " + std::to_string(limit_ms(kAfterS)), ans,
+	s.a_flood_received(n);
+}
+
+// two_devices_one_queue.
+void two_devices_one_queue(Scene &s)
+{
+	const int n = kMaxActive + 8;
+	char ans[kLine];
+
+	if (!s.a_flood_stalls(n, s.dev2))
+		return;
+	// A's QP on the second device, queued after A's stalled runs on
+	// CPU 0, waits inactive behind them on A's one queue.
+	Counts c1(s.dev2);
+	if (!s.ask(s.a, "A", "own", ans, limit_ms(kBoundS)))
+		return;
+	CHECK(!strcmp(ans, "sent 0"), "A's SEND to its QP on %s: '%s'",
+	      s.dev2, ans);
+	expect_delivered(s.dev2, c1, "A's SEND to its QP on the second device");
+	s.ask(s.a, "A", "ownrecv " + std::to_string(limit_ms(kQuietS)), ans,
+	      limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "recv none"), "A's QP on %s, its receive into "
+	      "pinned memory: '%s' while its run should wait, inactive, "
+	      "behind A's %d stalled ones on %s (a queue per device?)",
+	      s.dev2, ans, kMaxActive, s.dev);
+	s.a_queue_full("once A sent to its QP on the second device", 0);
+	s.fs.release();
+	s.a_flood_received(n);
+	s.ask(s.a, "A", "ownrecv " + std::to_string(limit_ms(kAfterS)), ans,
 	      limit_ms(kAfterS) + limit_ms(kSetupS));
-	// "recvd GOT BAD STATUS:COUNT...": each status of those that came.
-	int got = -1, bad = -1;
-	bool read = sscanf(ans, "recvd %d %d", &got, &bad) == 2;
-	CHECK(read && got == n && bad == 0, "A's %d receives once the read "
-	      "was answered: '%s' (received, failed; then each completion "
-	      "status, ibv_wc_status, and how many had it: 4 LOC_PROT_ERR is "
-	      "a fault that failed); odp_pages_invalidated +%lld, "
-	      "odp_page_faults +%lld since the flood", n, ans,
-	      port_counter(s.dev, "odp_pages_invalidated") - inval,
-	      port_counter(s.dev, "odp_page_faults") - faults);
+	CHECK(!strcmp(ans, "recv ok"), "A's QP on %s, once the read was "
+	      "answered: '%s'", s.dev2, ans);
+	// A's last QP on the first device goes before those on the second:
+	// the second device's record gives the queue's last hold back, and
+	// the queue is destroyed. A's next QP makes a new one, which runs.
+	bool destroyed = say(s.a.fd, "destroyall") &&
+			 s.returns(s.a, "A's ibv_destroy_qp of every QP",
+				   "destroyed", limit_ms(kBoundS));
+	CHECK(destroyed, "A's ibv_destroy_qp of its QPs did not all return "
+	      "within %ld s; A: %s", kBoundS * time_scale(),
+	      stack_of(s.a.pid).c_str());
+	if (!destroyed)
+		return;
+	s.ask(s.a, "A", "fresh " + std::to_string(limit_ms(kRecvS)), ans,
+	      limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "fresh ok"), "A's first QP after all went, on %s: "
+	      "'%s', expected its receive of a SEND within %ld s", s.dev2, ans,
+	      kRecvS * time_scale());
 }
 
 // The device's level of fault-ahead jobs before a test's: 0, as no other
@@ -1169,6 +1260,7 @@ const Test tests[] = {
 	{ "destroy_same_user", [](Scene &s) { destroy_under_stall(s, false); } },
 	{ "doorbell_to_stalled_peer", doorbell_to_stalled_peer },
 	{ "destroy_wq_full", destroy_wq_full },
+	{ "two_devices_one_queue", two_devices_one_queue },
 	{ "odp_ahead_bound", ahead_user_bound },
 	{ "dereg_odp_ahead_queued", [](Scene &s) { ahead_queued(s, false); } },
 	{ "exit_odp_ahead_queued", [](Scene &s) { ahead_queued(s, true); } },
@@ -1181,11 +1273,13 @@ int main(int argc, char **argv)
 	const Test *t = nullptr;
 
 	for (const Test &x : tests)
-		if (argc == 4 && !strcmp(argv[3], x.name))
+		if ((argc == 4 || argc == 5) && !strcmp(argv[3], x.name))
 			t = &x;
+	if (t && (t->fn == two_devices_one_queue) != (argc == 5))
+		t = nullptr;
 	if (!t) {
-		fprintf(stderr, "usage: sroce-stall DEV DIR TEST\nTEST is one "
-			"of:");
+		fprintf(stderr, "usage: sroce-stall DEV DIR TEST [DEV2]\nDEV2 "
+			"for two_devices_one_queue alone. TEST is one of:");
 		for (const Test &x : tests)
 			fprintf(stderr, " %s", x.name);
 		fputc('\n', stderr);
@@ -1198,7 +1292,7 @@ int main(int argc, char **argv)
 	}
 	bool fuse_missing;
 	{
-		Scene s(argv[1], argv[2]);
+		Scene s(argv[1], argc == 5 ? argv[4] : nullptr, argv[2]);
 
 		fuse_missing = !s.mount() && s.fuse_missing;
 		if (!fuse_missing && !failures)

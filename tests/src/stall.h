@@ -17,7 +17,8 @@ int victim(int fd, const char *dev, ibv_qp_type type);
 int attacker_doorbell(int fd, const char *dev, const std::string &file,
 		      bool nobody);
 int attacker_receiver(int fd, const char *dev, const std::string &file);
-int attacker_flood(int fd, const char *dev, const std::string &file, int n);
+int attacker_flood(int fd, const char *dev, const std::string &file, int n,
+		   const char *dev2 = nullptr);
 int victim_ahead(int fd, const char *dev);
 int attacker_ahead(int fd, const char *dev, const std::string &file, int n);
 

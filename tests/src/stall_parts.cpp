@@ -117,16 +117,34 @@ ibv_qp *make_qp(Dev &d, ibv_qp_type type, uint32_t sends,
 	return qp;
 }
 
-ibv_ah_attr loopback_path(ibv_context *ctx)
+ibv_ah_attr loopback_path(ibv_context *ctx, int gid = kGid)
 {
 	ibv_ah_attr a{};
 
 	a.is_global = 1;
 	a.port_num = 1;
-	a.grh.sgid_index = kGid;
+	a.grh.sgid_index = uint8_t(gid);
 	a.grh.hop_limit = 64;
-	ibv_query_gid(ctx, 1, kGid, &a.grh.dgid);
+	ibv_query_gid(ctx, 1, gid, &a.grh.dgid);
 	return a;
+}
+
+// The index of @ctx's first RoCEv2 GID of an IPv4 address (the case
+// script gives the second device's net_device one), or -1 (said).
+int ipv4_gid(ibv_context *ctx)
+{
+	std::vector<ibv_gid_entry> gids(1024);
+	ssize_t n = ibv_query_gid_table(ctx, gids.data(), gids.size(), 0);
+	static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					       0xff, 0xff };
+
+	for (ssize_t i = 0; i < n; i++)
+		if (gids[i].gid_type == IBV_GID_TYPE_ROCE_V2 &&
+		    !memcmp(gids[i].gid.raw, v4_mapped, sizeof(v4_mapped)))
+			return int(gids[i].gid_index);
+	CHECK(false, "%s has no RoCEv2 GID of an IPv4 address (%zd GIDs)",
+	      ibv_get_device_name(ctx->device), n);
+	return -1;
 }
 
 // RC @qp to RTS towards QP @dest of this device, granting remote
@@ -280,20 +298,26 @@ struct Odp {
 	}
 };
 
-// A for destroy_wq_full, pinned to CPU 0: @n UD QPs in one context, each
-// with a receive into the FUSE page (an ODP MR, writable); a UD QP of a
-// second context to send to them; and in a third, "own", a UD QP with a
-// receive into A's pinned memory on a CQ of its own. "own" is in a
-// context of its own so that a queue per context (one uid could multiply
-// queues and kworkers with it) would run it at once, and not in the
-// sender's, whose doorbell would run it itself. "flood": flooded MS
-// RC, a SEND to each of the @n (one ibv_post_send() each); "send QPN":
-// sent RC, a SEND to V; "own": sent RC, a SEND to A's own QP; "ownrecv
-// MS": recv ok|none|bad, its receive within MS; "owndestroy": destroyed
-// MS RC; "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives
-// that completed, those that failed, and how many had each status.
+// A for destroy_wq_full and two_devices_one_queue, pinned to CPU 0: @n
+// UD QPs in one context, each with a receive into the FUSE page (an ODP
+// MR, writable); a UD QP of a second context to send to them; and in a
+// third, "own", a UD QP with a receive into A's pinned memory on a CQ of
+// its own. "own" is in a context of its own so that a queue per context
+// (one uid could multiply queues and kworkers with it) would run it at
+// once, and not in the sender's, whose doorbell would run it itself. With
+// @dev2, "own" is on that device, and a UD QP of a fourth context there
+// sends to it (a path stays within its device). "flood": flooded MS RC, a
+// SEND to each of the @n (one ibv_post_send() each); "send QPN": sent RC,
+// a SEND to V; "own": sent RC, a SEND to A's own QP; "ownrecv MS": recv
+// ok|none|bad, its receive within MS; "owndestroy": destroyed MS RC;
+// "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives that
+// completed, those that failed, and how many had each status;
+// "destroyall": destroyed MS RC, every QP of A's, those on the first
+// device first, own last; with @dev2, "fresh MS": fresh ok|none|bad|
+// error, own and its sender made again, and own's receive of a SEND
+// within MS.
 struct Flood {
-	Dev x, s, o;
+	Dev x, s, o, s2;
 	Odp m;
 	std::vector<ibv_qp *> qps;
 	ibv_qp *sender = nullptr;
@@ -303,8 +327,12 @@ struct Flood {
 	ibv_qp *own = nullptr;
 	uint8_t *own_buf = nullptr;
 	ibv_mr *own_mr = nullptr;
+	// own's sender on @dev2, and its path
+	ibv_qp *sender2 = nullptr;
+	ibv_ah *ah2 = nullptr;
 
-	bool setup(const char *devname, const std::string &file, int n)
+	bool setup(const char *devname, const std::string &file, int n,
+		   const char *dev2)
 	{
 		cpu_set_t cpus;
 
@@ -317,7 +345,7 @@ struct Flood {
 		if (!become_nobody() || !x.open(devname, 2 * n) ||
 		    !odp_can(x.ctx, IBV_QPT_UD, IBV_ODP_SUPPORT_RECV) ||
 		    !m.reg(x, file, true) || !s.open(devname, 2 * n) ||
-		    !o.open(devname, 4))
+		    !o.open(dev2 ? dev2 : devname, 4))
 			return false;
 		for (int i = 0; i < n; i++) {
 			ibv_qp *qp = make_qp(x, IBV_QPT_UD, 1, 0);
@@ -335,18 +363,41 @@ struct Flood {
 					    IBV_ACCESS_LOCAL_WRITE);
 		CHECK(own_buf && own_cq && own_mr, "A's own QP's buffer, CQ "
 		      "and MR: %s", strerror(errno));
-		if (!own_mr)
-			return false;
-		memset(own_buf, 0, 4096);
-		own = make_qp(o, IBV_QPT_UD, 1, 0, own_cq);
-		if (!own || !ud_ready(own) ||
-		    !post_recv(own, own_buf, kGrh + kMsg, own_mr->lkey))
+		if (!own_mr || !make_own())
 			return false;
 		sender = make_qp(s, IBV_QPT_UD, 2 * n, kMsg);
 		ibv_ah_attr path = loopback_path(s.ctx);
 		ah = ibv_create_ah(s.pd, &path);
 		CHECK(ah, "creating an AH: %s", strerror(errno));
-		return sender && ud_ready(sender) && ah;
+		if (!sender || !ud_ready(sender) || !ah)
+			return false;
+		return !dev2 || (s2.open(dev2, 4) && make_sender2());
+	}
+
+	// own, its receive posted
+	bool make_own()
+	{
+		memset(own_buf, 0, 4096);
+		own = make_qp(o, IBV_QPT_UD, 1, 0, own_cq);
+		return own && ud_ready(own) &&
+		       post_recv(own, own_buf, kGrh + kMsg, own_mr->lkey);
+	}
+
+	// own's sender on the second device, and its path there
+	bool make_sender2()
+	{
+		int gid = ipv4_gid(s2.ctx);
+
+		sender2 = make_qp(s2, IBV_QPT_UD, 2, kMsg);
+		if (gid < 0 || !sender2 || !ud_ready(sender2))
+			return false;
+		if (!ah2) {
+			ibv_ah_attr path = loopback_path(s2.ctx, gid);
+			ah2 = ibv_create_ah(s2.pd, &path);
+			CHECK(ah2, "creating an AH on the second device: %s",
+			      strerror(errno));
+		}
+		return ah2;
 	}
 
 	int send(uint32_t qpn)
@@ -354,6 +405,35 @@ struct Flood {
 		ibv_send_wr wr = inline_send(msg, ah, qpn), *bad;
 
 		return ibv_post_send(sender, &wr, &bad);
+	}
+
+	// A SEND to own, from its device's sender
+	int send_own()
+	{
+		if (!sender2)
+			return send(own->qp_num);
+		ibv_send_wr wr = inline_send(msg, ah2, own->qp_num), *bad;
+
+		return ibv_post_send(sender2, &wr, &bad);
+	}
+
+	// Every QP of A's: the first device's, then the second's sender, own
+	// last. 0 or the first error.
+	int destroy_all()
+	{
+		int ret = 0;
+
+		for (ibv_qp *&qp : qps) {
+			ret = ret ?: ibv_destroy_qp(qp);
+			if (!ret)
+				qp = nullptr;
+		}
+		for (ibv_qp **qp : { &sender, &sender2, &own }) {
+			ret = ret ?: (*qp ? ibv_destroy_qp(*qp) : 0);
+			if (!ret)
+				*qp = nullptr;
+		}
+		return ret;
 	}
 
 	// Within @ms, own's receive: "ok" (the bytes sent), "bad" or "none".
@@ -371,9 +451,14 @@ struct Flood {
 	void teardown()
 	{
 		for (ibv_qp *qp : qps)
-			CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+			if (qp)
+				CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
 		if (own)
 			CHECK(ibv_destroy_qp(own) == 0, "A: destroy own QP");
+		if (sender2)
+			CHECK(ibv_destroy_qp(sender2) == 0, "A: destroy QP");
+		if (ah2)
+			CHECK(ibv_destroy_ah(ah2) == 0, "A: destroy AH");
 		if (own_mr)
 			CHECK(ibv_dereg_mr(own_mr) == 0, "A: dereg own MR");
 		if (own_cq)
@@ -387,6 +472,7 @@ struct Flood {
 		x.close();
 		s.close();
 		o.close();
+		s2.close();
 	}
 };
 
@@ -553,11 +639,11 @@ int attacker_receiver(int fd, const char *devname, const std::string &file)
 }
 
 int attacker_flood(int fd, const char *devname, const std::string &file,
-		   int n)
+		   int n, const char *dev2)
 {
 	Flood f;
 
-	if (!f.setup(devname, file, n)) {
+	if (!f.setup(devname, file, n, dev2)) {
 		say(fd, "error setting up the attacker");
 		f.teardown();
 		return 1;
@@ -575,7 +661,7 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 		} else if (sscanf(cmd, "send %u", &qpn) == 1) {
 			say(fd, "sent %d", f.send(qpn));
 		} else if (!strcmp(cmd, "own")) {
-			say(fd, "sent %d", f.send(f.own->qp_num));
+			say(fd, "sent %d", f.send_own());
 		} else if (sscanf(cmd, "ownrecv %u", &ms) == 1) {
 			say(fd, "recv %s", f.own_recv(ms));
 		} else if (!strcmp(cmd, "owndestroy")) {
@@ -583,6 +669,14 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 			if (!ret)
 				f.own = nullptr;
 			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+		} else if (!strcmp(cmd, "destroyall")) {
+			ret = f.destroy_all();
+			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+		} else if (sscanf(cmd, "fresh %u", &ms) == 1) {
+			bool made = f.s2.ctx && !f.own && !f.sender2 &&
+				    f.make_own() && f.make_sender2() &&
+				    f.send_own() == 0;
+			say(fd, "fresh %s", made ? f.own_recv(ms) : "error");
 		} else if (sscanf(cmd, "recvd %u", &ms) == 1) {
 			std::map<int, int> st;
 			int got = poll_some(f.x.cq, n, ms, kGrh + kMsg, &bad,
