@@ -16,6 +16,14 @@ declare and are no node. An arrow A -> B (A != B) has one or more kinds:
   include  A's files include B's header, directly or through headers that
            only declare (sroce_compat.h -> sroce_loc.h -> sroce.h).
 
+The calls are read from the objects that "make kernel" builds in kernel/,
+or those of --objdir (scripts/host/build-ko.sh's build/ko/RELEASE/kernel),
+as sroce.mod there lists them (a file the kernel's configuration leaves
+out, sroce_odp.c without on-demand paging, is named on stderr). With no
+sroce.mod, an object it lists missing, or one older than its sources, the
+graph would lack arrows, and the check fails at once rather than judge
+it.
+
 The layers are those Documentation/architecture.md declares, in its
 "Layers" section: a table of the layers, top first, each with its files,
 and after it the list of the arrows that run up, each with its reason. An
@@ -25,7 +33,8 @@ name or a listed one that is gone (the document says what the code does),
 on more than --max N arrows up, on a memory file with an arrow to the
 engine, the transport or the wire, and on a file in no layer.
 
-Usage: scripts/host/layers.py [-v] [--max N] [--loops] [--dot|--mermaid]
+Usage: scripts/host/layers.py [-v] [--max N] [--objdir DIR] [--loops]
+                              [--dot|--mermaid]
 """
 
 import argparse
@@ -86,13 +95,16 @@ def nm(obj, *flags):
 
 
 class Graph:
-    def __init__(self):
+    def __init__(self, objdir):
         names = sorted(os.listdir(KDIR))
         self.nodes = [n[len("sroce_"):-2] for n in names
                       if re.fullmatch(r"sroce_\w+\.c", n)]
+        self.objdir = objdir
         # arrows[(a, b)][kind] = set of symbols (or header chains)
         self.arrows = {}
-        self.warnings = []
+        # objects the build should have made and did not, and those older
+        # than their sources; the files it leaves out
+        self.missing, self.stale, self.left_out = [], [], []
 
     def add(self, a, b, kind, what):
         if a != b:
@@ -108,16 +120,28 @@ class Graph:
         m = re.fullmatch(r"sroce_(\w+)\.h", header)
         return m.group(1) if m and m.group(1) in self.nodes else None
 
+    def built(self):
+        """The objects' names the module is linked from (sroce.mod)."""
+        mod = os.path.join(self.objdir, "sroce.mod")
+        if not os.path.exists(mod):
+            self.missing.append(mod)
+            return set()
+        return {os.path.basename(o) for o in read(mod).split()}
+
     def scan_calls(self):
         defined, undef = {}, {}
+        built = self.built()
         for node in self.nodes:
-            obj = os.path.join(KDIR, f"sroce_{node}.o")
+            obj = os.path.join(self.objdir, f"sroce_{node}.o")
+            if os.path.basename(obj) not in built:
+                self.left_out.append(obj)
+                continue
             if not os.path.exists(obj):
-                self.warnings.append(f"no {obj}: run make kernel")
+                self.missing.append(obj)
                 continue
             srcs = [os.path.join(KDIR, f) for f in self.files(node)]
             if any(os.path.getmtime(s) > os.path.getmtime(obj) for s in srcs):
-                self.warnings.append(f"{obj} is older than its source")
+                self.stale.append(obj)
             for sym in nm(obj, "-g", "--defined-only"):
                 defined[sym] = node
             undef[node] = nm(obj, "-u")
@@ -237,6 +261,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, metavar="N",
                     help="exit 1 above N upward arrows or on memory -> engine")
+    ap.add_argument("--objdir", metavar="DIR", default=KDIR,
+                    help="where the objects are (default: kernel/, as "
+                    "make kernel builds them)")
     ap.add_argument("--loops", action="store_true",
                     help="print the loops (components of more than one file)")
     ap.add_argument("--dot", action="store_true",
@@ -249,7 +276,20 @@ def main():
 
     LAYERS[:], allowed = read_layers(DOC)
     ALLOWED.update(allowed)
-    g = Graph().build()
+    g = Graph(args.objdir).build()
+    for obj in g.left_out if not g.missing else []:
+        print(f"warning: {obj} not built for this kernel: its calls are "
+              "not seen", file=sys.stderr)
+    if g.missing or g.stale:
+        for obj in g.missing:
+            print(f"error: no {obj}")
+        for obj in g.stale:
+            print(f"error: {obj} is older than its sources")
+        print(f"FAIL: the calls come from the objects in {args.objdir}, "
+              f"{len(g.missing)} missing and {len(g.stale)} out of date: "
+              "run make kernel (or scripts/host/build-ko.sh, and "
+              "--objdir build/ko/RELEASE/kernel)")
+        return 1
     rank = rank_of()
     up = {e for e in g.arrows
           if e[0] in rank and e[1] in rank and rank[e[0]] < rank[e[1]]}
@@ -268,8 +308,6 @@ def main():
     errors += [f"memory reaches the engine: {a} -> {b}: "
                + describe(g.arrows[(a, b)])
                for a, b in sorted(g.arrows) if a in MEMORY and b in ENGINE]
-    for w in g.warnings:
-        print(f"warning: {w}", file=sys.stderr)
 
     print("layers, bottom first:")
     for name, files in LAYERS:
