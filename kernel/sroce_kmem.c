@@ -8,11 +8,12 @@
  * ODP MR's chunks (up to 16 MiB an MR) - is charged to the device and to
  * the user the process ran as when it opened the device, and refused with
  * ENOMEM past either bound: max_kmem_mb for everyone on a device,
- * max_user_kmem_mb for one user (module parameters, changeable at any
- * time; 0 is half and a quarter of RAM). A kernel consumer's objects are
- * counted on the device but never refused. The memory is also charged to
- * the process's memory cgroup where sroce allocates it (GFP_KERNEL_ACCOUNT;
- * ib_core allocates an ODP range's page lists uncharged).
+ * max_user_kmem_mb for one user on all devices together (module
+ * parameters, changeable at any time; 0 is half and a quarter of RAM). A
+ * kernel consumer's objects are counted on the device but never refused.
+ * The memory is also charged to the process's memory cgroup where sroce
+ * allocates it (GFP_KERNEL_ACCOUNT; ib_core allocates an ODP range's page
+ * lists uncharged).
  *
  * A ring is counted while its queue lives: a process that keeps one mapped
  * after its queue is destroyed (or a CQ's old ring after a resize) keeps
@@ -32,7 +33,10 @@
  * sroce_kmem_job_end(). And it holds the user's own workqueue, which its
  * QPs' runs on every device share with no other user's, made with its
  * first QP and charged to it: sroce_kmem_wq_get(), sroce_kmem_wq_put().
- * The kernel memory bounds stay per device.
+ * It also counts the user's kernel memory on every device, which
+ * max_user_kmem_mb bounds: a user of several devices has no more than a
+ * user of one. Each device's record counts its own share too, which it
+ * gives back.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -52,13 +56,14 @@ MODULE_PARM_DESC(max_kmem_mb,
 static unsigned int max_user_kmem_mb;
 module_param(max_user_kmem_mb, uint, 0644);
 MODULE_PARM_DESC(max_user_kmem_mb,
-		 "The same for one user's processes on a device (0: a quarter of RAM)");
+		 "The same for one user's processes on all devices together (0: a quarter of RAM)");
 
 /**
  * struct sroce_user - what one user holds on every device
  * @ref: the user's records on the devices (struct sroce_kmem_user), one
  *       for each device its processes have open or hold objects of
  * @uid: the user (sroce_kmem_uid())
+ * @bytes: charged to the user now, on every device (max_user_kmem_mb)
  * @jobs: jobs of the user's memory queued or running, on every device, by
  *        kind (sroce_kmem_job_start())
  * @lock: serialises making, holding and destroying @wq; taken with no
@@ -68,12 +73,14 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  *              device (sroce_kmem_wq_get()); under @lock
  *
  * One per user, not per (user, device): a user's stalled runs hold at most
- * its queue's max_active workers on each CPU, and its stalled ODP jobs at
- * most its bound of each kind, however many devices it uses.
+ * its queue's max_active workers on each CPU, its stalled ODP jobs at most
+ * its bound of each kind, and its objects at most max_user_kmem_mb of
+ * kernel memory, however many devices it uses.
  */
 struct sroce_user {
 	struct kref ref;
 	kuid_t uid;
+	atomic64_t bytes;
 	atomic_t jobs[SROCE_JOB_KINDS];
 	struct mutex lock; /* see above */
 	struct workqueue_struct *wq;
@@ -94,7 +101,8 @@ static DEFINE_MUTEX(sroce_users_lock);
  * @ref: the user's contexts, and the objects charged to it (some outlive
  *       their context: an ODP pin, an XRC target QP)
  * @user: the user on every device (a reference, for this record's life)
- * @bytes: charged to the user now
+ * @bytes: charged to the user on @sdev now (its share of @user's bytes,
+ *         given back by @sdev's objects)
  * @sdev: the device, whose table of users holds this one
  * @wq: the user's own workqueue, or NULL (sroce_kmem_wq_get()), held in
  *      @user while not NULL; under @sdev's kmem_lock
@@ -121,6 +129,7 @@ static struct sroce_user *sroce_user_get(kuid_t uid)
 		return NULL;
 	kref_init(&new->ref);
 	new->uid = uid;
+	atomic64_set(&new->bytes, 0);
 	mutex_init(&new->lock);
 
 	mutex_lock(&sroce_users_lock);
@@ -144,6 +153,7 @@ static void sroce_user_release(struct kref *ref)
 	struct sroce_user *user = container_of(ref, struct sroce_user, ref);
 	int i;
 
+	WARN_ON(atomic64_read(&user->bytes));
 	for (i = 0; i < SROCE_JOB_KINDS; i++)
 		WARN_ON(atomic_read(&user->jobs[i]));
 	WARN_ON(user->wq || user->wq_holders);
@@ -330,6 +340,9 @@ static bool sroce_kmem_add_within(atomic64_t *v, u64 n, u64 bound)
  * @ku: the object's user, or NULL for a kernel consumer's
  * @bytes: the memory
  *
+ * Counted on the device, on the user's record there, and on the user's
+ * record for every device, which max_user_kmem_mb bounds.
+ *
  * Any context.
  * Return: 0, or -ENOMEM past the device's or the user's bound (a kernel
  * consumer's memory is counted, never refused).
@@ -346,19 +359,20 @@ int sroce_kmem_charge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 	if (!sroce_kmem_add_within(dev, bytes,
 				   sroce_kmem_bound(READ_ONCE(max_kmem_mb), 1)))
 		goto refused;
-	if (!sroce_kmem_add_within(&ku->bytes, bytes,
+	if (!sroce_kmem_add_within(&ku->user->bytes, bytes,
 				   sroce_kmem_bound(READ_ONCE(max_user_kmem_mb),
 						    2))) {
 		atomic64_sub(bytes, dev);
 		goto refused;
 	}
+	atomic64_add(bytes, &ku->bytes);
 	return 0;
 
 refused:
 	sroce_count(sdev, SROCE_CNT_KMEM_REFUSED);
 	sroce_dbg_dev(sdev, "%zu bytes for uid %u refused: %lld on the device, %lld the user's\n",
 		      bytes, from_kuid(&init_user_ns, ku->user->uid),
-		      atomic64_read(dev), atomic64_read(&ku->bytes));
+		      atomic64_read(dev), atomic64_read(&ku->user->bytes));
 	return -ENOMEM;
 }
 
@@ -387,8 +401,10 @@ void sroce_kmem_uncharge(struct sroce_dev *sdev, struct sroce_kmem_user *ku,
 			 size_t bytes)
 {
 	atomic64_sub(bytes, &sdev->counters[SROCE_CNT_KMEM_BYTES]);
-	if (ku)
+	if (ku) {
 		atomic64_sub(bytes, &ku->bytes);
+		atomic64_sub(bytes, &ku->user->bytes);
+	}
 }
 
 /**
@@ -488,7 +504,8 @@ void sroce_kmem_exit(void)
  * the queue itself with its name. Not charged to a memory cgroup: the
  * kernel allocates it without __GFP_ACCOUNT. The queue is one for all
  * devices, but charged on each device where the user has a QP, so that
- * each device's record gives back what it took.
+ * each device's record gives back what it took (against the user's bound
+ * on all devices, once for each: a bound from above, a few KiB a CPU).
  */
 static size_t sroce_kmem_wq_bytes(void)
 {
