@@ -22,9 +22,10 @@
 //                                    posting rules, flush in the error state
 //   sroce-check hold DEV NPD         hold a context, NPD PDs, a CQ, an MR, a QP
 //                                    until the device goes away (DEVICE_FATAL)
-//   sroce-check kmem DEV             the kernel memory bounds: per user, per
-//                                    device, counted and reported (root; sets
-//                                    the module's parameters)
+//   sroce-check kmem DEV [DEV2]      the kernel memory bounds: per user (on
+//                                    both devices together), per device,
+//                                    counted and reported (root; sets the
+//                                    module's parameters)
 #include "check.h"
 
 #include <arpa/inet.h>
@@ -1301,17 +1302,83 @@ void sandboxed_container_is_its_owner(const char *dev)
 	});
 }
 
+// @body run in a child of ours that became uid and gid 65534; true if it
+// exited 0, else said, with @who.
+bool as_nobody(const char *who, const std::function<int()> &body)
+{
+	fflush(nullptr);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534)) {
+			perror("setuid 65534");
+			_exit(2);
+		}
+		_exit(body());
+	}
+	int status = -1;
+	bool ok = pid > 0 && waitpid(pid, &status, 0) == pid &&
+		  WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	CHECK(ok, "%s failed (status 0x%x)", who, status);
+	return ok;
+}
+
+// One user's bound is for all devices together: uid 65534 makes 2 of the
+// CQs of cmd_kmem() on @dev, then on @dev2 gets one more, the bound's
+// last, and the next is refused there (kmem_refused +1 on @dev2, none on
+// @dev). With a bound per (user, device) it would get 3 on @dev2. The
+// device's bounds must leave room for 3 on each.
+void one_user_on_two_devices(const char *dev, const char *dev2)
+{
+	const char *who = "uid 65534 holding 2 CQs on another device";
+	long long refused = hw_counter(dev, "kmem_refused");
+	long long refused2 = hw_counter(dev2, "kmem_refused");
+	long long base2 = hw_counter(dev2, "kmem_bytes");
+
+	CHECK(refused2 >= 0 && base2 >= 0, "no kmem_refused or kmem_bytes "
+	      "counter on %s", dev2);
+	as_nobody("the process of uid 65534 on two devices", [&] {
+		Context one(dev), two(dev2);
+		if (!one || !two)
+			return 1;
+		std::vector<ibv_cq *> cqs;
+		for (int i = 0; i < 2; i++) {
+			ibv_cq *q = ibv_create_cq(one.get(), 32768, nullptr,
+						  nullptr, 0);
+			CHECK(q, "uid 65534: CQ %d on %s: %s", i + 1, dev,
+			      strerror(errno));
+			if (q)
+				cqs.push_back(q);
+		}
+		std::vector<ibv_cq *> more = cqs_until_refused(two.get(), dev2,
+							       1, who);
+		for (ibv_cq *q : more)
+			CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+		for (ibv_cq *q : cqs)
+			CHECK(ibv_destroy_cq(q) == 0, "destroy CQ");
+		return failures ? 1 : 0;
+	});
+	CHECK(hw_counter(dev, "kmem_refused") == refused &&
+		      hw_counter(dev2, "kmem_refused") == refused2 + 1,
+	      "kmem_refused grew by %lld on %s and %lld on %s, expected 0 "
+	      "and 1", hw_counter(dev, "kmem_refused") - refused, dev,
+	      hw_counter(dev2, "kmem_refused") - refused2, dev2);
+	CHECK(hw_counter(dev2, "kmem_bytes") == base2, "kmem_bytes %lld on "
+	      "%s after uid 65534's CQs went, %lld before",
+	      hw_counter(dev2, "kmem_bytes"), dev2, base2);
+}
+
 // As root: this process's CQs of 2 MiB are bounded by max_user_kmem_mb (8:
 // the fourth is refused), a process of another user (uid 65534) has a
 // bound of its own but shares the device's (set so that its second CQ is
 // the last that fits), a container's uids share one
 // (container_is_one_user()), a sandbox's uids have each their own
 // (sandbox_uids_are_their_own()), and a user's container in a sandbox is
-// that user (sandboxed_container_is_its_owner()); each refusal counts in
-// kmem_refused,
-// kmem_bytes and "rdma resource"'s kmem tell what the CQs hold, and all of
-// it goes with them. The case saves and restores the parameters.
-int cmd_kmem(const char *dev)
+// that user (sandboxed_container_is_its_owner()), and, given a second
+// device @dev2, a user's bound is one for both (one_user_on_two_devices());
+// each refusal counts in kmem_refused, kmem_bytes and "rdma resource"'s
+// kmem tell what the CQs hold, and all of it goes with them. The case
+// saves and restores the parameters.
+int cmd_kmem(const char *dev, const char *dev2)
 {
 	long long base = hw_counter(dev, "kmem_bytes");
 	long long refused = hw_counter(dev, "kmem_refused");
@@ -1373,26 +1440,16 @@ int cmd_kmem(const char *dev)
 	// The device's bound: room for two more such CQs, not three.
 	long long one = held / 3;
 	set_param("max_kmem_mb", (now + 2 * one + (1 << 20) - 1) >> 20);
-	fflush(nullptr);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (setgid(65534) || setuid(65534)) {
-			perror("setuid 65534");
-			_exit(2);
-		}
+	as_nobody("the process of uid 65534", [&] {
 		Context other(dev);
 		if (!other)
-			_exit(1);
+			return 1;
 		std::vector<ibv_cq *> cqs = cqs_until_refused(other.get(), dev,
 							      2, "uid 65534");
 		for (ibv_cq *cq : cqs)
 			CHECK(ibv_destroy_cq(cq) == 0, "destroy CQ");
-		_exit(failures ? 1 : 0);
-	}
-	int status = -1;
-	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid &&
-	      WIFEXITED(status) && WEXITSTATUS(status) == 0,
-	      "the process of uid 65534 failed (status 0x%x)", status);
+		return failures ? 1 : 0;
+	});
 	CHECK(hw_counter(dev, "kmem_refused") == refused + 2, "kmem_refused "
 	      "grew by %lld, expected 2", hw_counter(dev, "kmem_refused") -
 	      refused);
@@ -1427,9 +1484,16 @@ int cmd_kmem(const char *dev)
 		      "%lld after %s's CQs went, %lld before",
 		      hw_counter(dev, "kmem_bytes"), ns.who, base);
 	}
+	if (dev2) {
+		one_user_on_two_devices(dev, dev2);
+		CHECK(hw_counter(dev, "kmem_bytes") == base, "kmem_bytes %lld "
+		      "on %s after uid 65534's CQs went, %lld before",
+		      hw_counter(dev, "kmem_bytes"), dev, base);
+	}
 	if (!failures)
-		printf("kmem: user, container, sandbox and device bounds "
-		       "enforced, %lld bytes a CQ\n", one);
+		printf("kmem: user, container, sandbox%s and device bounds "
+		       "enforced, %lld bytes a CQ\n",
+		       dev2 ? ", two-device" : "", one);
 	return failures ? 1 : 0;
 }
 
@@ -1470,7 +1534,7 @@ int main(int argc, char **argv)
 		return cmd_limit(dev, argv[3], num(4));
 	if (cmd == "hold" && argc == 4)
 		return cmd_hold(dev, num(3));
-	if (cmd == "kmem")
-		return cmd_kmem(dev);
+	if (cmd == "kmem" && argc <= 4)
+		return cmd_kmem(dev, argc == 4 ? argv[3] : nullptr);
 	return usage();
 }
