@@ -30,6 +30,7 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1207,20 +1208,31 @@ int ns_cqs(const char *dev, int root_cqs, int one_cqs, const char *who)
 // @body run in a child of ours that became uid @uid (unless -1) and then
 // unshared a user namespace, whose uid and gid maps this process wrote
 // (@map: as root writes a container's, or newuidmap, setuid root, a
-// user's). True if the child exited 0; else said, with @who.
+// user's). True if the child exited 0; else said, with @who. Each process
+// closes the pipe ends it does not use, so that a child that dies before
+// it unshared is an EOF here, said as such, not a read that never ends.
 bool in_user_ns(const char *map, int uid, const char *who,
 		const std::function<int()> &body)
 {
 	int ready[2], go[2];
 
-	if (pipe(ready) || pipe(go)) {
+	if (pipe(ready)) {
 		CHECK(false, "pipe: %s", strerror(errno));
+		return false;
+	}
+	if (pipe(go)) {
+		CHECK(false, "pipe: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
 		return false;
 	}
 	fflush(nullptr);
 	pid_t pid = fork();
 	if (pid == 0) {
 		char c = 0;
+
+		close(ready[0]);
+		close(go[1]);
 		bool in = (uid < 0 || (!setgroups(0, nullptr) &&
 				       !setresgid(uid, uid, uid) &&
 				       !setresuid(uid, uid, uid))) &&
@@ -1233,20 +1245,32 @@ bool in_user_ns(const char *map, int uid, const char *who,
 		}
 		_exit(body());
 	}
+	close(ready[1]);
+	close(go[0]);
 	char c = 0;
 	std::string proc = "/proc/" + std::to_string(pid);
-	bool mapped = pid > 0 && read(ready[0], &c, 1) == 1 && c == 'u' &&
+	ssize_t got = pid > 0 ? read(ready[0], &c, 1) : -1;
+	bool mapped = got == 1 && c == 'u' &&
 		      write_file(proc + "/uid_map", map) &&
 		      write_file(proc + "/gid_map", map);
-	CHECK(pid > 0 && write(go[1], mapped ? "m" : "x", 1) == 1,
-	      "telling %s's first process to go on: %s", who,
+	// A child dead since it wrote has closed its end: the write fails
+	// (EPIPE; SIGPIPE is ignored for it), and its status says more.
+	sighandler_t pipe_was = signal(SIGPIPE, SIG_IGN);
+	bool told = got == 0 ||
+		    (pid > 0 && write(go[1], mapped ? "m" : "x", 1) == 1);
+	CHECK(told, "telling %s's first process to go on: %s", who,
 	      strerror(errno));
+	signal(SIGPIPE, pipe_was);
 	int status = -1;
 	bool ok = pid > 0 && waitpid(pid, &status, 0) == pid &&
 		  WIFEXITED(status) && WEXITSTATUS(status) == 0;
-	CHECK(ok, "%s's processes failed (status 0x%x)", who, status);
-	for (int fd : { ready[0], ready[1], go[0], go[1] })
-		close(fd);
+	if (got == 0)
+		CHECK(false, "%s's first process died before it unshared a "
+		      "user namespace (status 0x%x)", who, status);
+	else
+		CHECK(ok, "%s's processes failed (status 0x%x)", who, status);
+	close(ready[0]);
+	close(go[1]);
 	return ok;
 }
 
