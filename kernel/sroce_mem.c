@@ -28,8 +28,9 @@ static void sroce_map_release(struct kref *ref)
 
 	/*
 	 * A map whose retirement stopped waiting may be dropped last by an
-	 * access of any QP, under that QP's lock: an ODP pin's release,
-	 * which waits for the MMU notifier of its owner's process, is not
+	 * access of any QP, under that QP's lock: a pin's release, which
+	 * may wait for its owner (an ODP range's for the MMU notifier of its
+	 * owner's process, a pinned range's for its page's lock), is not
 	 * for that QP to wait for.
 	 */
 	if (READ_ONCE(map->orphaned))
@@ -159,8 +160,8 @@ void sroce_map_retire(struct sroce_map *map)
  * @map: the map, unpublished, which the caller holds and then puts
  *
  * For an unbind in the engine, which cannot wait for the accesses that
- * found the map: whichever of them drops it last releases an ODP pin from
- * a work item (struct sroce_map.orphaned), and a job that kept the map
+ * found the map: whichever of them drops it last releases the pin from a
+ * work item (struct sroce_map.orphaned), and a job that kept the map
  * leaves it alone (struct sroce_map.retired). The caller's put orders
  * both before the last one.
  */

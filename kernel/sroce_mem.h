@@ -184,7 +184,7 @@ struct sroce_odp_later {
  *             found their map retired when their turn came)
  * @later: ODP: faulting in, beside, what an access that may not wait
  *         found missing (SROCE_NO_FAULT)
- * @free_work: ODP: releases the pin when its last reference went where
+ * @free_work: releases the pin when its last reference went where
  *             nothing may wait for that (sroce_pin_put_async())
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
  *        range's page lists (its children's as they come and go), the
@@ -264,7 +264,7 @@ enum sroce_map_type {
  *            accesses (its process killed, sroce_map_wait()), or by a
  *            window's unbind in the engine (sroce_map_orphan()), so that
  *            whichever access drops the map last, in some QP's engine
- *            perhaps, lets go of an ODP pin from a work item
+ *            perhaps, lets go of the pin from a work item
  *            (sroce_pin_put_async())
  * @retired: set when a retirement begins to wait (sroce_map_wait()), or
  *           by a window's unbind (sroce_map_orphan()): a job that kept the
@@ -530,7 +530,11 @@ static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 	return 0;
 }
 
-/* No pin is an ODP range: none waits in its release. */
+/*
+ * No ODP and so no release queue (sroce_odp.c): a pin is released where
+ * its last reference goes, a pinned range's perhaps waiting for its
+ * page's lock in another user's run.
+ */
 static inline void sroce_pin_put_async(struct sroce_pin *pin)
 {
 	sroce_pin_put(pin);

@@ -95,7 +95,7 @@ static struct sroce_map *sroce_mw_unbind(struct sroce_mw_ent *ent,
  *
  * Without a retirement the map is left as a killed retirement leaves one
  * (sroce_map_wait()): orphaned, since its last access may be any QP's, in
- * another context's engine, which must not wait for an ODP pin's release
+ * another context's engine, which must not wait for a pin's release
  * (sroce_pin_put_async()); and retired, so that a job that kept it faults
  * nothing through a window that no longer is (sroce_map_use_kept()).
  * Both are set before the put, whose release orders them before the last.

@@ -746,8 +746,8 @@ static struct workqueue_struct *sroce_odp_wq;
 #define SROCE_ODP_AHEAD_JOBS	128
 
 /*
- * The releases of ODP pins whose last reference went where nothing may
- * wait (sroce_pin_put_async()), on a queue of their own: each holds its
+ * The releases of pins whose last reference went where nothing may wait
+ * (sroce_pin_put_async()), on a queue of their own: each holds its
  * device, whose unregistration (rdma link delete, its network device's
  * removal or network namespace's teardown, module unload) waits for it,
  * so it must never wait for a worker behind another user's jobs stalled
@@ -758,9 +758,13 @@ static struct workqueue_struct *sroce_odp_wq;
  * removes their MMU notifiers, which waits only for an invalidation of the
  * owner's mm under way (its munmap or madvise, whose invalidation starts
  * only once a fault's mmap_read_lock let the munmap have the lock, and
- * which waits for no fault). The owner's own threads can keep invalidating
- * their mm, and so their own releases waiting, one worker each, as many
- * as their orphaned pins; the queue runs WQ_UNBOUND_MAX_ACTIVE at once.
+ * which waits for no fault). A pinned range's release unpins its pages,
+ * which on 6.1 locks a writable pin's clean page to dirty it: its owner
+ * can keep that page locked (a write fault of its FUSE file's shared
+ * mapping waits for the file's writeback with the page locked). The
+ * owner's own threads can so keep their own releases waiting, one worker
+ * each, as many as their orphaned pins; the queue runs
+ * WQ_UNBOUND_MAX_ACTIVE at once.
  * Not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a release
  * (it frees memory, but only a map that no retirement waited for to its
  * end leaves one here), and a rescuer on 6.1 would take every release
@@ -1251,7 +1255,12 @@ out:
 	queue_work(sroce_odp_later_wq, &later->work);
 }
 
-/* Release a pin whose last reference went where nothing may wait. */
+/*
+ * Release a pin whose last reference went where nothing may wait; the
+ * pin's device, held, is given back last: after it only this function's
+ * return runs the module's code, which sroce_odp_exit()'s
+ * destroy_workqueue() waits for.
+ */
 static void sroce_pin_free_work(struct work_struct *work)
 {
 	struct sroce_pin *pin = container_of(work, struct sroce_pin,
@@ -1263,9 +1272,9 @@ static void sroce_pin_free_work(struct work_struct *work)
 }
 
 /*
- * The last reference of an ODP pin went: release it from a work item,
- * holding the device (whose unregistration waits for it), or here if the
- * device is being unregistered (then no QP runs to be held up).
+ * The last reference of a pin went: release it from a work item, holding
+ * the device (whose unregistration waits for it), or here if the device
+ * is being unregistered (then no QP runs to be held up).
  */
 static void sroce_pin_release_async(struct kref *ref)
 {
@@ -1284,21 +1293,22 @@ static void sroce_pin_release_async(struct kref *ref)
  *                       for its release
  * @pin: the pin, or NULL
  *
- * An ODP range's release removes its umems' MMU notifiers, which waits for
- * an invalidation of the owner's mm under way, and the owner's threads can
- * keep one under way for as long as they like (madvise and munmap calls
- * that overlap). The last reference of an MR whose deregistration was
- * killed while an access held its map goes wherever that access runs, in
- * another process's QP's engine perhaps (struct sroce_map.orphaned): such
- * a pin is released by a work item. Other pins are released here (they
- * wait for nothing their owner holds). Process context.
+ * A pin's release may wait for as long as its owner likes: an ODP range's
+ * removes its umems' MMU notifiers, which waits for an invalidation of the
+ * owner's mm under way (the owner's madvise and munmap calls that
+ * overlap); a pinned range's unpins its pages, which on 6.1 locks a
+ * writable pin's clean page (set_page_dirty_lock()), and the owner can
+ * keep that page locked (its FUSE file's write fault waiting for
+ * writeback). The last reference of an MR whose deregistration was killed
+ * while an access held its map goes wherever that access runs, in another
+ * user's QP's engine perhaps (an XRC target's, struct sroce_map.orphaned):
+ * every such pin, whatever its kind, is released by a work item. Process
+ * context.
  */
 void sroce_pin_put_async(struct sroce_pin *pin)
 {
-	if (pin && pin->odp)
+	if (pin)
 		kref_put(&pin->ref, sroce_pin_release_async);
-	else
-		sroce_pin_put(pin);
 }
 
 /**
