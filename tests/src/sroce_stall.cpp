@@ -58,9 +58,11 @@
 //   context on DEV2 to a QP of its own there, in another context, whose
 //   receive is in pinned memory: its run waits, inactive, behind A's 16
 //   stalled ones on DEV (with a queue per device it would run at once),
-//   and runs once the read is answered. Then A destroys its QPs on DEV
-//   first, then those on DEV2, so that DEV2's record gives the queue's
-//   last hold back and destroys it; A's next QP, on DEV2, makes a new
+//   and runs once the read is answered. Then A destroys its QPs on DEV,
+//   and its QP on DEV2 still receives a SEND (the queue, which DEV2's
+//   record holds, was not destroyed with DEV's last hold); then those on
+//   DEV2, so that DEV2's record gives the queue's last hold back and
+//   destroys it; A's next QP, on DEV2, makes a new
 //   queue and receives a SEND at once.
 // odp_ahead_bound: A's 264 RC QPs' streams of READs, out of an MR over 68
 //   KiB of A's memory and the file after it, each would queue a
@@ -955,12 +957,30 @@ void two_devices_one_queue(Scene &s)
 	      limit_ms(kAfterS) + limit_ms(kSetupS));
 	CHECK(!strcmp(ans, "recv ok"), "A's QP on %s, once the read was "
 	      "answered: '%s'", s.dev2, ans);
-	// A's last QP on the first device goes before those on the second:
-	// the second device's record gives the queue's last hold back, and
-	// the queue is destroyed. A's next QP makes a new one, which runs.
-	bool destroyed = say(s.a.fd, "destroyall") &&
-			 s.returns(s.a, "A's ibv_destroy_qp of every QP",
-				   "destroyed", limit_ms(kBoundS));
+	// A's QPs on the first device go first. The second device's record
+	// still holds the queue: A's QP there runs on it (a queue destroyed
+	// with the first device's last hold would leave it a freed queue:
+	// no receive, or KASAN's report).
+	bool destroyed = say(s.a.fd, "destroyfirst") &&
+			 s.returns(s.a, "A's ibv_destroy_qp of its QPs on the "
+				   "first device", "destroyed",
+				   limit_ms(kBoundS));
+	CHECK(destroyed, "A's ibv_destroy_qp of its QPs on %s did not all "
+	      "return within %ld s; A: %s", s.dev, kBoundS * time_scale(),
+	      stack_of(s.a.pid).c_str());
+	if (!destroyed)
+		return;
+	s.ask(s.a, "A", "ownagain " + std::to_string(limit_ms(kRecvS)), ans,
+	      limit_ms(kRecvS) + limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "again ok"), "A's QP on %s once A's QPs on %s "
+	      "went: '%s', expected its receive of a SEND within %ld s",
+	      s.dev2, s.dev, ans, kRecvS * time_scale());
+	// Then those on the second: its record gives the queue's last hold
+	// back, and the queue is destroyed. A's next QP makes a new one,
+	// which runs.
+	destroyed = say(s.a.fd, "destroyall") &&
+		    s.returns(s.a, "A's ibv_destroy_qp of every QP",
+			      "destroyed", limit_ms(kBoundS));
 	CHECK(destroyed, "A's ibv_destroy_qp of its QPs did not all return "
 	      "within %ld s; A: %s", kBoundS * time_scale(),
 	      stack_of(s.a.pid).c_str());

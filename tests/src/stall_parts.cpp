@@ -312,10 +312,12 @@ struct Odp {
 // ok|none|bad, its receive within MS; "owndestroy": destroyed MS RC;
 // "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives that
 // completed, those that failed, and how many had each status;
-// "destroyall": destroyed MS RC, every QP of A's, those on the first
-// device first, own last; with @dev2, "fresh MS": fresh ok|none|bad|
-// error, own and its sender made again, and own's receive of a SEND
-// within MS.
+// "destroyfirst": destroyed MS RC, the @n QPs and their sender;
+// "destroyall": destroyed MS RC, every QP of A's left, those on the first
+// device first, own last; with @dev2, "ownagain MS": again ok|none|bad|
+// error, own's receive posted again and its receive of a SEND within MS;
+// "fresh MS": fresh ok|none|bad|error, own and its sender made again, and
+// own's receive of a SEND within MS.
 struct Flood {
 	Dev x, s, o, s2;
 	Odp m;
@@ -417,23 +419,46 @@ struct Flood {
 		return ibv_post_send(sender2, &wr, &bad);
 	}
 
-	// Every QP of A's: the first device's, then the second's sender, own
-	// last. 0 or the first error.
-	int destroy_all()
+	// The first device's QPs: the @n and their sender. 0 or the first
+	// error.
+	int destroy_first()
 	{
 		int ret = 0;
 
 		for (ibv_qp *&qp : qps) {
-			ret = ret ?: ibv_destroy_qp(qp);
+			ret = ret ?: (qp ? ibv_destroy_qp(qp) : 0);
 			if (!ret)
 				qp = nullptr;
 		}
-		for (ibv_qp **qp : { &sender, &sender2, &own }) {
+		ret = ret ?: (sender ? ibv_destroy_qp(sender) : 0);
+		if (!ret)
+			sender = nullptr;
+		return ret;
+	}
+
+	// Every QP of A's left: the first device's, then the second's
+	// sender, own last. 0 or the first error.
+	int destroy_all()
+	{
+		int ret = destroy_first();
+
+		for (ibv_qp **qp : { &sender2, &own }) {
 			ret = ret ?: (*qp ? ibv_destroy_qp(*qp) : 0);
 			if (!ret)
 				*qp = nullptr;
 		}
 		return ret;
+	}
+
+	// own's receive posted again, and a SEND to it: its receive within
+	// @ms, as own_recv(), or "error"
+	const char *own_again(long ms)
+	{
+		memset(own_buf, 0, 4096);
+		if (!own || !post_recv(own, own_buf, kGrh + kMsg, own_mr->lkey) ||
+		    send_own())
+			return "error";
+		return own_recv(ms);
 	}
 
 	// Within @ms, own's receive: "ok" (the bytes sent), "bad" or "none".
@@ -669,9 +694,14 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 			if (!ret)
 				f.own = nullptr;
 			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+		} else if (!strcmp(cmd, "destroyfirst")) {
+			ret = f.destroy_first();
+			say(fd, "destroyed %ld %d", now_ms() - t, ret);
 		} else if (!strcmp(cmd, "destroyall")) {
 			ret = f.destroy_all();
 			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+		} else if (sscanf(cmd, "ownagain %u", &ms) == 1) {
+			say(fd, "again %s", f.own_again(ms));
 		} else if (sscanf(cmd, "fresh %u", &ms) == 1) {
 			bool made = f.s2.ctx && !f.own && !f.sender2 &&
 				    f.make_own() && f.make_sender2() &&
