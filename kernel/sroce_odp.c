@@ -1103,9 +1103,11 @@ static void sroce_odp_later_range(struct sroce_odp_later *later,
  * A range's later job: fault in the ranges accesses queued, in turn, each
  * through its map if that was not retired meanwhile (then nothing of it),
  * dropping the map when done with it, until none is left. Then let the
- * next job be queued, and drop the user's count, the pin (the last
- * reference frees it, and this job with it: nothing touches them after)
- * and, last, the device.
+ * next job be queued, and drop the user's count, the pin and, last, the
+ * device. The pin's last reference queues its release (which may wait as
+ * long as its owner likes, sroce_pin_put_async()), not run it here after
+ * the counts that bound this queue's stalled jobs were given back; the
+ * release frees this job with the pin: nothing touches them after.
  */
 static void sroce_odp_later_work(struct work_struct *work)
 {
@@ -1139,7 +1141,7 @@ static void sroce_odp_later_work(struct work_struct *work)
 	}
 	atomic_dec(&sroce_odp_later_jobs);
 	sroce_kmem_job_end(pin->kmem.ku, SROCE_JOB_LATER);
-	sroce_pin_put(pin);
+	sroce_pin_put_async(pin);
 	ib_device_put(ibdev);
 }
 
