@@ -37,6 +37,21 @@
  * max_user_kmem_mb bounds: a user of several devices has no more than a
  * user of one. Each device's record counts its own share too, which it
  * gives back.
+ *
+ * And it runs the releases of the user's objects that may wait for as long
+ * as the user likes (an orphaned pin's, sroce_pin_put_async()), in turn,
+ * by one work item of its own: sroce_kmem_release_queue(). A user that
+ * stalls one of its releases holds one worker and its own later releases,
+ * never another user's.
+ *
+ * Lock order: sroce_users_lock, a device's kmem_lock and a user's lock
+ * are each taken with no other of them held (never one under another); a
+ * user's release_lock may be taken under any lock, in any context, and no
+ * lock is taken under it. A user's work item runs each release with no
+ * lock of sroce's held (the release takes the page's lock, the umem's
+ * mutex, a dma-buf's reservation, then kmem_lock and sroce_users_lock in
+ * turn), and nothing waits for the work item but sroce_kmem_exit(), which
+ * holds none.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
@@ -71,11 +86,20 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  * @wq: the user's own workqueue, "sroce_user_UID", or NULL; under @lock
  * @wq_holders: the records that hold @wq, each while it has a QP on its
  *              device (sroce_kmem_wq_get()); under @lock
+ * @release_lock: protects @releases and @releasing; interrupts off, the
+ *                innermost lock (nothing is taken under it)
+ * @releases: the releases of the user's objects that wait for
+ *            @release_work, oldest first (struct sroce_kmem_release)
+ * @releasing: @release_work is queued or running; it then holds a
+ *             reference to the user, given back once it found @releases
+ *             empty, so that the record outlives every release queued
+ * @release_work: runs @releases in turn, on sroce_release_wq
  *
  * One per user, not per (user, device): a user's stalled runs hold at most
  * its queue's max_active workers on each CPU, its stalled ODP jobs at most
  * its bound of each kind, and its objects at most max_user_kmem_mb of
- * kernel memory, however many devices it uses.
+ * kernel memory, however many devices it uses; and its stalled releases
+ * one worker, and only its own releases.
  */
 struct sroce_user {
 	struct kref ref;
@@ -85,6 +109,51 @@ struct sroce_user {
 	struct mutex lock; /* see above */
 	struct workqueue_struct *wq;
 	unsigned int wq_holders;
+	spinlock_t release_lock; /* see above */
+	struct list_head releases;
+	bool releasing;
+	struct work_struct release_work;
+};
+
+/*
+ * The users' releases that may wait for their users (sroce_pin_put_async():
+ * an ODP range's release waits for an invalidation of its owner's mm under
+ * way, which the owner can keep going; a pinned range's, on 6.1, locks a
+ * writable pin's clean pages to dirty them, and the owner can keep one
+ * locked: a write fault of its FUSE file's shared mapping waits for the
+ * file's writeback with the page locked). Each user's run one after the
+ * other, by the user's own work item (struct sroce_user), and the users'
+ * items side by side, WQ_UNBOUND_MAX_ACTIVE at once: a user that stalls a
+ * release holds one worker, and its own later releases with it, never
+ * another user's. A queued release holds its object's device, whose
+ * unregistration (rdma link delete, its network device's removal or
+ * network namespace's teardown, module unload) so waits for the releases
+ * of that device's objects, each behind its own user's earlier releases
+ * only (of any device): a stalled user holds up the unregistration of the
+ * devices where it has a release queued, no other. As many users as the
+ * queue's max_active, each stalling a release, would have the next user's
+ * wait inactive: users are made by an administrator (sroce_kmem_uid()).
+ * Not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a release
+ * (it frees memory, but only an object that no one waited for to its end
+ * leaves one here), and a rescuer on 6.1 would take every release queued
+ * behind one so waiting (see sroce_odp_wq).
+ */
+static struct workqueue_struct *sroce_release_wq;
+
+static void sroce_user_run_releases(struct work_struct *work);
+
+/*
+ * Kernel consumers' objects (no user record: ku NULL) queue their releases
+ * here, a record of their own that is never freed (its reference is the
+ * module's) nor in sroce_users.
+ */
+static struct sroce_user sroce_kernel_user = {
+	.ref = KREF_INIT(1),
+	.lock = __MUTEX_INITIALIZER(sroce_kernel_user.lock),
+	.release_lock = __SPIN_LOCK_UNLOCKED(sroce_kernel_user.release_lock),
+	.releases = LIST_HEAD_INIT(sroce_kernel_user.releases),
+	.release_work = __WORK_INITIALIZER(sroce_kernel_user.release_work,
+					   sroce_user_run_releases),
 };
 
 /*
@@ -131,6 +200,9 @@ static struct sroce_user *sroce_user_get(kuid_t uid)
 	new->uid = uid;
 	atomic64_set(&new->bytes, 0);
 	mutex_init(&new->lock);
+	spin_lock_init(&new->release_lock);
+	INIT_LIST_HEAD(&new->releases);
+	INIT_WORK(&new->release_work, sroce_user_run_releases);
 
 	mutex_lock(&sroce_users_lock);
 	user = xa_load(&sroce_users, key);
@@ -145,8 +217,9 @@ static struct sroce_user *sroce_user_get(kuid_t uid)
 }
 
 /*
- * The user's last record went, on the last device: sroce_users_lock held.
- * Its QPs went before (each held its record), and with the last its queue.
+ * The user's last record went, on the last device, and its release work
+ * ended: sroce_users_lock held. Its QPs went before (each held its
+ * record), and with the last its queue.
  */
 static void sroce_user_release(struct kref *ref)
 {
@@ -157,6 +230,7 @@ static void sroce_user_release(struct kref *ref)
 	for (i = 0; i < SROCE_JOB_KINDS; i++)
 		WARN_ON(atomic_read(&user->jobs[i]));
 	WARN_ON(user->wq || user->wq_holders);
+	WARN_ON(user->releasing || !list_empty(&user->releases));
 	xa_erase(&sroce_users, from_kuid(&init_user_ns, user->uid));
 	mutex_destroy(&user->lock);
 	kfree(user);
@@ -166,6 +240,73 @@ static void sroce_user_put(struct sroce_user *user)
 {
 	if (kref_put_mutex(&user->ref, sroce_user_release, &sroce_users_lock))
 		mutex_unlock(&sroce_users_lock);
+}
+
+/*
+ * Run @user's releases, oldest first, until none is left, then give back
+ * the reference its queueing took: the last one frees the record, and
+ * this work item with it (nothing touches it after; the workqueue does
+ * not once this function has returned). A release queued meanwhile, once
+ * @releasing is false, queues the item again, with a reference of its own.
+ */
+static void sroce_user_run_releases(struct work_struct *work)
+{
+	struct sroce_user *user = container_of(work, struct sroce_user,
+					       release_work);
+	struct sroce_kmem_release *rel;
+	unsigned long flags;
+
+	for (;;) {
+		spin_lock_irqsave(&user->release_lock, flags);
+		rel = list_first_entry_or_null(&user->releases,
+					       struct sroce_kmem_release,
+					       entry);
+		if (rel)
+			list_del(&rel->entry);
+		else
+			user->releasing = false;
+		spin_unlock_irqrestore(&user->release_lock, flags);
+		if (!rel)
+			break;
+		rel->fn(rel);
+		cond_resched();
+	}
+	sroce_user_put(user);
+}
+
+/**
+ * sroce_kmem_release_queue - have a user's object released by the user's
+ *                            own work item, after its earlier releases
+ * @ku: the object's user, held by the object until its release, or NULL
+ *      for a kernel consumer's object
+ * @rel: the release, in the object; @rel->fn set
+ *
+ * For a release that may wait for as long as its user likes, where nothing
+ * may wait for it (struct sroce_user, sroce_release_wq): the user's
+ * releases run one after the other, so that one stalled holds one worker,
+ * and the user's own later releases, never another user's. The record
+ * outlives them (the work item holds it while it has releases to run).
+ * Any context.
+ */
+void sroce_kmem_release_queue(struct sroce_kmem_user *ku,
+			      struct sroce_kmem_release *rel)
+{
+	/* Held by @ku, or by the running work item while @releasing. */
+	struct sroce_user *user = ku ? ku->user : &sroce_kernel_user;
+	unsigned long flags;
+	bool queue;
+
+	spin_lock_irqsave(&user->release_lock, flags);
+	list_add_tail(&rel->entry, &user->releases);
+	queue = !user->releasing;
+	if (queue) {
+		user->releasing = true;
+		kref_get(&user->ref);
+	}
+	spin_unlock_irqrestore(&user->release_lock, flags);
+	/* Past the unlock @rel may be freed already, but @user is held. */
+	if (queue)
+		queue_work(sroce_release_wq, &user->release_work);
 }
 
 /* @mb MiB, or for 0 RAM >> @ram_shift. */
@@ -478,17 +619,35 @@ static void sroce_user_wq_put(struct sroce_user *user)
 }
 
 /**
+ * sroce_kmem_load - create the users' release workqueue, at module load
+ *
+ * Return: 0, or -ENOMEM. sroce_kmem_exit() undoes it.
+ */
+int sroce_kmem_load(void)
+{
+	sroce_release_wq = alloc_workqueue("sroce_release", WQ_UNBOUND,
+					   WQ_UNBOUND_MAX_ACTIVE);
+	return sroce_release_wq ? 0 : -ENOMEM;
+}
+
+/**
  * sroce_kmem_exit - at module unload (or a failed load): no user is left
  *
- * Every device is gone, and with it every record of a user. A user left
- * would be a reference lost: WARN, and destroy its queue all the same (its
- * items run the module's code), with the entry.
+ * Every device is gone, which waited for every queued release of its
+ * objects (each holds its device, and gives it back last). The users' work
+ * items may still be running to their end: destroying their queue waits
+ * for them, and so for their users' last references. Then every record of
+ * a user is gone. A user left would be a reference lost: WARN, and destroy
+ * its queue all the same (its items run the module's code), with the
+ * entry.
  */
 void sroce_kmem_exit(void)
 {
 	struct sroce_user *user;
 	unsigned long key;
 
+	destroy_workqueue(sroce_release_wq);
+	WARN_ON(sroce_kernel_user.releasing);
 	WARN_ON(!xa_empty(&sroce_users));
 	xa_for_each(&sroce_users, key, user) {
 		if (user->wq)

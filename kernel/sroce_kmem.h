@@ -2,13 +2,15 @@
 /*
  * sroce: the kernel memory processes make sroce allocate for them, counted
  * per device and per user and bounded, the jobs their memory has queued on
- * a shared workqueue, bounded per user, and each user's own workqueue
- * (sroce_kmem.c).
+ * a shared workqueue, bounded per user, each user's own workqueue, and
+ * the releases of its objects that may wait for it, run in turn by a work
+ * item of the user's own (sroce_kmem.c).
  */
 #ifndef SROCE_KMEM_H
 #define SROCE_KMEM_H
 
 #include <linux/atomic.h>
+#include <linux/list.h>
 #include <linux/types.h>
 
 struct sroce_dev;
@@ -25,6 +27,7 @@ struct sroce_kmem {
 	atomic_long_t bytes;
 };
 
+int sroce_kmem_load(void);
 void sroce_kmem_init(struct sroce_dev *sdev);
 void sroce_kmem_fini(struct sroce_dev *sdev);
 void sroce_kmem_exit(void);
@@ -55,6 +58,21 @@ struct workqueue_struct *sroce_kmem_wq_get(struct sroce_dev *sdev,
 					   struct sroce_kmem_user *ku,
 					   unsigned int flags, int max_active);
 void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
+
+/**
+ * struct sroce_kmem_release - the release of a user's object that may wait
+ *                             for as long as the user likes
+ * @entry: in the user's list of releases waiting for its work item
+ * @fn: releases the object, and with it this; run by the user's work item,
+ *      after the user's earlier releases, with no lock of sroce's held
+ */
+struct sroce_kmem_release {
+	struct list_head entry;
+	void (*fn)(struct sroce_kmem_release *rel);
+};
+
+void sroce_kmem_release_queue(struct sroce_kmem_user *ku,
+			      struct sroce_kmem_release *rel);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */
 static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,

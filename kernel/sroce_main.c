@@ -294,9 +294,12 @@ static int __init sroce_init(void)
 	int err;
 
 	sroce_hdr_init();
-	err = sroce_task_init();
+	err = sroce_kmem_load();
 	if (err)
 		return err;
+	err = sroce_task_init();
+	if (err)
+		goto err_kmem;
 	err = sroce_odp_init();
 	if (err)
 		goto err_task;
@@ -316,6 +319,8 @@ err_odp:
 	sroce_odp_exit();
 err_task:
 	sroce_task_exit();
+err_kmem:
+	sroce_kmem_exit();
 	return err;
 }
 
@@ -327,6 +332,7 @@ static void __exit sroce_exit(void)
 	sroce_net_exit();
 	sroce_odp_exit();
 	sroce_task_exit();
+	sroce_kmem_exit();
 }
 
 module_init(sroce_init);

@@ -184,8 +184,9 @@ struct sroce_odp_later {
  *             found their map retired when their turn came)
  * @later: ODP: faulting in, beside, what an access that may not wait
  *         found missing (SROCE_NO_FAULT)
- * @free_work: releases the pin when its last reference went where
- *             nothing may wait for that (sroce_pin_put_async())
+ * @release: releases the pin from its user's work item when its last
+ *           reference went where nothing may wait for that
+ *           (sroce_pin_put_async())
  * @kmem: the kernel memory its user made for it, charged: @pages, an ODP
  *        range's page lists (its children's as they come and go), the
  *        page tables of a dma-buf's kernel mapping
@@ -217,7 +218,7 @@ struct sroce_pin {
 	atomic64_t ahead_queued;
 	atomic64_t ahead_run;
 	struct sroce_odp_later later;
-	struct work_struct free_work;
+	struct sroce_kmem_release release;
 	struct sroce_kmem kmem;
 };
 
@@ -437,6 +438,7 @@ struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				    struct sroce_mr **mrp);
 void sroce_pin_free(struct sroce_pin *pin);
 void sroce_pin_put(struct sroce_pin *pin);
+void sroce_pin_put_async(struct sroce_pin *pin);
 int sroce_fill_res_mr_entry(struct sk_buff *msg, struct ib_mr *ibmr);
 
 /* sroce_mw.c */
@@ -490,7 +492,6 @@ void sroce_odp_unlock(struct sroce_map *map, struct ib_umem_odp *odp);
 int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf, u64 len,
 		   bool to_mem, enum sroce_fault fault);
 u64 sroce_odp_pages_mapped(struct sroce_pin *pin);
-void sroce_pin_put_async(struct sroce_pin *pin);
 int sroce_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
@@ -528,16 +529,6 @@ static inline int sroce_odp_copy(struct sroce_map *map, u64 va, void *buf,
 static inline u64 sroce_odp_pages_mapped(struct sroce_pin *pin)
 {
 	return 0;
-}
-
-/*
- * No ODP and so no release queue (sroce_odp.c): a pin is released where
- * its last reference goes, a pinned range's perhaps waiting for its
- * page's lock in another user's run.
- */
-static inline void sroce_pin_put_async(struct sroce_pin *pin)
-{
-	sroce_pin_put(pin);
 }
 
 static inline int sroce_advise_mr(struct ib_pd *pd,

@@ -85,6 +85,64 @@ void sroce_pin_put(struct sroce_pin *pin)
 }
 
 /*
+ * Release a pin whose last reference went where nothing may wait, on its
+ * user's work item; the pin's device, held, is given back last: after it
+ * only the work item's return runs the module's code, which
+ * sroce_kmem_exit() waits for.
+ */
+static void sroce_pin_release_work(struct sroce_kmem_release *rel)
+{
+	struct sroce_pin *pin = container_of(rel, struct sroce_pin, release);
+	struct ib_device *ibdev = pin->ibdev;
+
+	sroce_pin_free(pin);
+	ib_device_put(ibdev);
+}
+
+/*
+ * The last reference of a pin went: queue its release on its user's work
+ * item, holding the device (whose unregistration waits for it), or
+ * release it here if the device is being unregistered (then no QP runs to
+ * be held up).
+ */
+static void sroce_pin_release_async(struct kref *ref)
+{
+	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
+
+	if (!ib_device_try_get(pin->ibdev)) {
+		sroce_pin_free(pin);
+		return;
+	}
+	pin->release.fn = sroce_pin_release_work;
+	sroce_kmem_release_queue(pin->kmem.ku, &pin->release);
+}
+
+/**
+ * sroce_pin_put_async - drop a reference on a pin where nothing may wait
+ *                       for its release
+ * @pin: the pin, or NULL
+ *
+ * A pin's release may wait for as long as its owner likes: an ODP range's
+ * removes its umems' MMU notifiers, which waits for an invalidation of the
+ * owner's mm under way (the owner's madvise and munmap calls that
+ * overlap); a pinned range's unpins its pages, which on 6.1 locks a
+ * writable pin's clean page (set_page_dirty_lock()), and the owner can
+ * keep that page locked (its FUSE file's write fault waiting for
+ * writeback). The last reference of an MR whose deregistration was killed
+ * while an access held its map goes wherever that access runs, in another
+ * user's QP's engine perhaps (an XRC target's, struct sroce_map.orphaned),
+ * or in an ODP job on a queue that bounds its stalled jobs: every such
+ * pin, whatever its kind and however sroce was built, is released by its
+ * user's own work item, after that user's earlier releases and beside
+ * other users' (sroce_kmem_release_queue()). Process context.
+ */
+void sroce_pin_put_async(struct sroce_pin *pin)
+{
+	if (pin)
+		kref_put(&pin->ref, sroce_pin_release_async);
+}
+
+/*
  * Pin [start, start + length), writable if @access needs it: pages pinned
  * for reading only (perhaps the shared zero page, or pages still to be
  * copied on write) are never written through the MR. With

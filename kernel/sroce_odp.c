@@ -687,7 +687,7 @@ static u64 sroce_odp_private_len(struct sroce_map *map, u64 va, u64 len)
 
 /*
  * Fault-ahead jobs run here, beside the engine and on any CPU (the
- * releases of pins have a queue of their own, sroce_odp_release_wq).
+ * releases of pins run on their users' own work items, sroce_kmem.c).
  *
  * Neither ODP queue is WQ_MEM_RECLAIM. A job faults in a user's memory,
  * and may wait in that fault for as long as the memory's owner likes (a
@@ -745,33 +745,6 @@ static struct workqueue_struct *sroce_odp_wq;
 #define SROCE_ODP_USER_AHEAD	16
 #define SROCE_ODP_AHEAD_JOBS	128
 
-/*
- * The releases of pins whose last reference went where nothing may wait
- * (sroce_pin_put_async()), on a queue of their own: each holds its
- * device, whose unregistration (rdma link delete, its network device's
- * removal or network namespace's teardown, module unload) waits for it,
- * so it must never wait for a worker behind another user's jobs stalled
- * in their faults, as it did while it shared sroce_odp. Nothing else runs
- * here, and a release waits for no fault: it unmaps and frees the umems'
- * page lists (under the umem_mutex, which no job holds across a fault;
- * and no access or job of the pin is left by its last reference), and
- * removes their MMU notifiers, which waits only for an invalidation of the
- * owner's mm under way (its munmap or madvise, whose invalidation starts
- * only once a fault's mmap_read_lock let the munmap have the lock, and
- * which waits for no fault). A pinned range's release unpins its pages,
- * which on 6.1 locks a writable pin's clean page to dirty it: its owner
- * can keep that page locked (a write fault of its FUSE file's shared
- * mapping waits for the file's writeback with the page locked). The
- * owner's own threads can so keep their own releases waiting, one worker
- * each, as many as their orphaned pins; the queue runs
- * WQ_UNBOUND_MAX_ACTIVE at once.
- * Not WQ_MEM_RECLAIM: nothing that reclaims memory waits for a release
- * (it frees memory, but only a map that no retirement waited for to its
- * end leaves one here), and a rescuer on 6.1 would take every release
- * queued behind one so waiting (see sroce_odp_wq).
- */
-static struct workqueue_struct *sroce_odp_release_wq;
-
 /* Fault-ahead jobs queued or running, of every user and device. */
 static atomic_t sroce_odp_ahead_jobs = ATOMIC_INIT(0);
 
@@ -823,15 +796,8 @@ int sroce_odp_init(void)
 					     WQ_UNBOUND_MAX_ACTIVE);
 	if (!sroce_odp_later_wq)
 		goto err_later;
-	sroce_odp_release_wq = alloc_workqueue("sroce_odp_release",
-					       WQ_UNBOUND,
-					       WQ_UNBOUND_MAX_ACTIVE);
-	if (!sroce_odp_release_wq)
-		goto err_release;
 	return 0;
 
-err_release:
-	destroy_workqueue(sroce_odp_later_wq);
 err_later:
 	destroy_workqueue(sroce_odp_wq);
 	return -ENOMEM;
@@ -840,14 +806,14 @@ err_later:
 /*
  * At module unload (or a failed load): every device is unregistered, which
  * waited for every job (a QP's fault-ahead jobs, for its QP's destroy; a
- * range's later job, and a pin's release, which hold their device): each
- * gave its count of all users' jobs back.
+ * range's later job, which holds its device): each gave its count of all
+ * users' jobs back. A pin's release runs on its user's work item
+ * (sroce_kmem_exit() waits for those).
  */
 void sroce_odp_exit(void)
 {
 	WARN_ON(atomic_read(&sroce_odp_ahead_jobs));
 	WARN_ON(atomic_read(&sroce_odp_later_jobs));
-	destroy_workqueue(sroce_odp_release_wq);
 	destroy_workqueue(sroce_odp_later_wq);
 	destroy_workqueue(sroce_odp_wq);
 }
@@ -1255,62 +1221,6 @@ out:
 		      "key %#x: %#llx+%#llx not present, faulted in beside\n",
 		      map->key, va, len);
 	queue_work(sroce_odp_later_wq, &later->work);
-}
-
-/*
- * Release a pin whose last reference went where nothing may wait; the
- * pin's device, held, is given back last: after it only this function's
- * return runs the module's code, which sroce_odp_exit()'s
- * destroy_workqueue() waits for.
- */
-static void sroce_pin_free_work(struct work_struct *work)
-{
-	struct sroce_pin *pin = container_of(work, struct sroce_pin,
-					     free_work);
-	struct ib_device *ibdev = pin->ibdev;
-
-	sroce_pin_free(pin);
-	ib_device_put(ibdev);
-}
-
-/*
- * The last reference of a pin went: release it from a work item, holding
- * the device (whose unregistration waits for it), or here if the device
- * is being unregistered (then no QP runs to be held up).
- */
-static void sroce_pin_release_async(struct kref *ref)
-{
-	struct sroce_pin *pin = container_of(ref, struct sroce_pin, ref);
-
-	if (!ib_device_try_get(pin->ibdev)) {
-		sroce_pin_free(pin);
-		return;
-	}
-	INIT_WORK(&pin->free_work, sroce_pin_free_work);
-	queue_work(sroce_odp_release_wq, &pin->free_work);
-}
-
-/**
- * sroce_pin_put_async - drop a reference on a pin where nothing may wait
- *                       for its release
- * @pin: the pin, or NULL
- *
- * A pin's release may wait for as long as its owner likes: an ODP range's
- * removes its umems' MMU notifiers, which waits for an invalidation of the
- * owner's mm under way (the owner's madvise and munmap calls that
- * overlap); a pinned range's unpins its pages, which on 6.1 locks a
- * writable pin's clean page (set_page_dirty_lock()), and the owner can
- * keep that page locked (its FUSE file's write fault waiting for
- * writeback). The last reference of an MR whose deregistration was killed
- * while an access held its map goes wherever that access runs, in another
- * user's QP's engine perhaps (an XRC target's, struct sroce_map.orphaned):
- * every such pin, whatever its kind, is released by a work item. Process
- * context.
- */
-void sroce_pin_put_async(struct sroce_pin *pin)
-{
-	if (pin)
-		kref_put(&pin->ref, sroce_pin_release_async);
 }
 
 /**

@@ -107,11 +107,10 @@ int sroce_task_init(void)
 
 /*
  * At module unload (or a failed load): every QP is gone, and with the
- * users' last QPs their queues (sroce_kmem_exit() checks).
+ * users' last QPs their queues (sroce_kmem_exit(), next, checks).
  */
 void sroce_task_exit(void)
 {
-	sroce_kmem_exit();
 	destroy_workqueue(sroce_kernel_wq);
 }
 
