@@ -1121,3 +1121,15 @@ link_delete() {
 	! ibdev_exists sroce0 || fail "$1: sroce0 still exists after rdma link delete"
 	note "$1: rdma link delete took $((SECONDS - t)) s"
 }
+
+# orphan_unprobe: sroce-xfer's orphan_* tests' kprobe events
+# (xfer_orphan.cpp) gone, should a test have left them (orphan_unload
+# ends without its teardown; a test killed by its timeout)
+orphan_unprobe() {
+	local t=/sys/kernel/tracing
+	[ -w $t/kprobe_events ] || return 0
+	echo 0 > $t/events/sroce_orphan/enable 2>/dev/null
+	echo -:sroce_orphan/queued >> $t/kprobe_events 2>/dev/null
+	echo -:sroce_orphan/run >> $t/kprobe_events 2>/dev/null
+	return 0
+}

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/dma-heap.h>
 #include <linux/udmabuf.h>
+#include <memory>
 #include <string>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -169,5 +170,14 @@ public:
 
 	const char *exporter() const override { return "system"; }
 };
+
+struct Pair;
+
+// sroce-xfer's (xfer_dmabuf.cpp): a dma-buf of @len bytes of an exporter
+// sroce maps, chosen by the kernel (or the pair's ARG), or nullptr after
+// skip() or a failure; and how many dma-bufs the kernel has (debugfs'
+// dma_buf/bufinfo), or -1.
+std::unique_ptr<DmaBuf> make_dmabuf(Pair &p, size_t len);
+long dmabuf_objects();
 
 } // namespace xfer

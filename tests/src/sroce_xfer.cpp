@@ -18,6 +18,8 @@
 //   xfer_sec.cpp     what a security review found: refusals that land nothing
 //   xfer_verbs.cpp   SRQ limits, bad invalidations, a full CQ, AH refusals,
 //                    object limits
+//   xfer_orphan.cpp  a killed dereg's orphaned pin released on its user's
+//                    work item
 //   xfer_dmabuf.cpp  dma-buf MRs (ibv_reg_dmabuf_mr) over udmabuf or the
 //                    system heap
 //   xfer_nullmr.cpp  null MRs (ibv_alloc_null_mr)
@@ -49,5 +51,6 @@ int main(int argc, char **argv)
 	return run_test(argv[1], argv[2], p,
 			{ ops_tests, errors_tests, rereg_tests, keys_tests,
 			  odp_tests, mw_tests, harden_tests, sec_tests,
-			  verbs_tests, dmabuf_tests, nullmr_tests });
+			  verbs_tests, dmabuf_tests, nullmr_tests,
+			  orphan_tests });
 }

@@ -562,7 +562,7 @@ struct Test {
 // each xfer_NAME.cpp has a table NAME_tests.
 extern const std::span<const Test> ops_tests, errors_tests, rereg_tests,
 	keys_tests, odp_tests, mw_tests, harden_tests, sec_tests, verbs_tests,
-	dmabuf_tests, nullmr_tests;
+	dmabuf_tests, nullmr_tests, orphan_tests;
 
 // A checker's usage line @what, then the tests it has, on stderr.
 // Return: 2, its exit code.

@@ -37,6 +37,8 @@ const long kPage = 4096;
 // Where b's dma-buf MRs are seen by default: any page-aligned iova will do.
 const uint64_t kIova = 0x5a000000000ULL;
 
+} // namespace
+
 // Why sroce maps no udmabuf on the running kernel, or "" where it does:
 // the kernels that Kbuild and sroce_compat.h tell by their version
 // (sroce.md, "dma-buf MRs and null MRs"), stated here on their own, so
@@ -108,6 +110,8 @@ std::unique_ptr<DmaBuf> make_dmabuf(Pair &p, size_t len)
 		skip(h->why());
 	return nullptr;
 }
+
+namespace {
 
 // ibv_reg_dmabuf_mr() of a range of @d (or of the dma-buf @fd of @d's
 // exporter), which must work: make_dmabuf() chose an exporter sroce maps.
@@ -210,6 +214,8 @@ ibv_wc_status atomic_to(Pair &p, ibv_wr_opcode op, uint64_t raddr,
 	return wc.status;
 }
 
+} // namespace
+
 // How many dma-bufs the kernel has ("Total N objects" of debugfs'
 // dma_buf/bufinfo), or -1 where that cannot be read.
 long dmabuf_objects()
@@ -223,6 +229,8 @@ long dmabuf_objects()
 			n = atol(line.c_str() + 6);
 	return n;
 }
+
+namespace {
 
 // The kernel mappings of @exporter's buffers there are now
 // (/proc/vmallocinfo): udmabuf's are vm_map_ram() areas, the system

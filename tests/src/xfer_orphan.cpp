@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0 OR Linux-OpenIB
+//
+// Orphaned pins: an ibv_dereg_mr() killed while an access to its MR is
+// under way lets go of the MR's map without waiting for that access
+// (sroce_map_wait()); the access's last put of the map then queues the
+// pin's release on its user's own work item (sroce_pin_put_async(),
+// sroce_kmem_release_queue()). The pages, their page array (kmem_bytes)
+// and, for a dma-buf MR, the dma-buf attachment must still all come back,
+// within seconds, to what they were before the MR.
+//
+// sroce counts no orphan and no queued release. The tests see them with
+// two kprobe events (tracefs), whose hits kprobe_profile counts:
+// sroce_kmem_release_queue() (a release queued: with no window and no ODP
+// MR in the process, only an orphaned map's pin queues one) and
+// sroce_pin_release_work() (the release run). A kernel without kprobe
+// events skips them.
+#include "check.h"
+#include "dmabuf.h"
+#include "xfer.h"
+
+#include <atomic>
+#include <csignal>
+#include <fcntl.h>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+
+namespace xfer {
+namespace {
+
+const char *const kTracing = "/sys/kernel/tracing";
+const char *const kGroup = "sroce_orphan";
+// The kprobe events: a release queued, a release run.
+const char *const kQueued = "queued";
+const char *const kRun = "run";
+const uint64_t kIova = 0x5b000000000ULL;
+const size_t kLen = 1 << 20;
+const size_t kChunk = 64 * 1024;
+// Rounds of a killed dereg at most, before the test says that it never
+// saw an orphan (and fails: its trigger did not happen).
+const int kRounds = 300;
+
+bool tracing_put(const std::string &file, const std::string &text)
+{
+	std::string path = std::string(kTracing) + "/" + file;
+	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC |
+				    (file == "kprobe_events" ? O_APPEND : O_TRUNC));
+	bool ok = fd >= 0 && write(fd, text.data(), text.size()) ==
+				     ssize_t(text.size());
+
+	CHECK(ok, "%s: %s", path.c_str(), strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+// The two kprobe events, on and counting; or gone. skip() where the
+// kernel has no kprobe events.
+class Probes {
+public:
+	Probes()
+	{
+		if (access((std::string(kTracing) + "/kprobe_events").c_str(),
+			   W_OK)) {
+			skip("no kprobe events (CONFIG_KPROBE_EVENTS, tracefs "
+			     "at /sys/kernel/tracing): no orphaned release "
+			     "can be seen, and sroce counts none");
+			return;
+		}
+		on_ = tracing_put("kprobe_events",
+				  std::string("p:") + kGroup + "/" + kQueued +
+					  " sroce_kmem_release_queue\n") &&
+		      tracing_put("kprobe_events",
+				  std::string("p:") + kGroup + "/" + kRun +
+					  " sroce_pin_release_work\n") &&
+		      tracing_put(std::string("events/") + kGroup + "/enable",
+				  "1");
+	}
+	~Probes()
+	{
+		if (!on_)
+			return;
+		tracing_put(std::string("events/") + kGroup + "/enable", "0");
+		for (const char *e : { kQueued, kRun })
+			tracing_put("kprobe_events", std::string("-:") +
+							     kGroup + "/" + e +
+							     "\n");
+	}
+	bool on() const { return on_; }
+
+	// Hits of event @name so far (kprobe_profile: "NAME HITS MISSES").
+	static long hits(const char *name)
+	{
+		std::ifstream f(std::string(kTracing) + "/kprobe_profile");
+		std::string line, n;
+		long h;
+
+		while (std::getline(f, line)) {
+			std::istringstream in(line);
+			if (in >> n >> h && n == name)
+				return h;
+		}
+		return -1;
+	}
+
+private:
+	bool on_ = false;
+};
+
+// a's WRITEs (64 KiB each, 16 outstanding) into @rkey, from a thread,
+// until one fails or @stop: the responder's accesses to the MR.
+class Stream {
+public:
+	Stream(Pair &p, uint32_t rkey) : t_([this, &p, rkey] { run(p, rkey); })
+	{
+	}
+	~Stream()
+	{
+		stop = true;
+		t_.join();
+	}
+	std::atomic<bool> stop{ false };
+	std::atomic<long> done{ 0 };
+	std::atomic<int> error{ IBV_WC_SUCCESS };
+
+private:
+	void run(Pair &p, uint32_t rkey)
+	{
+		long posted = 0, polled = 0;
+
+		while (!stop && error == IBV_WC_SUCCESS) {
+			while (posted - polled < 16) {
+				size_t at = size_t(posted % 16) * kChunk;
+				ibv_sge sge = { uintptr_t(&p.a.buf[0]),
+						uint32_t(kChunk), p.a.mr->lkey };
+				ibv_send_wr wr = one_sge_wr(&sge,
+							    IBV_WR_RDMA_WRITE,
+							    1),
+					    *bad;
+				wr.wr.rdma.remote_addr = kIova + at;
+				wr.wr.rdma.rkey = rkey;
+				if (ibv_post_send(p.a.qp, &wr, &bad))
+					break;
+				posted++;
+			}
+			ibv_wc wc[16];
+			int n = ibv_poll_cq(p.a.cq, 16, wc);
+			for (int i = 0; i < n; i++) {
+				if (wc[i].status != IBV_WC_SUCCESS)
+					error = wc[i].status;
+				else
+					done++;
+			}
+			polled += n;
+			if (!n)
+				usleep(50);
+		}
+	}
+
+	std::thread t_;
+};
+
+// A forked child deregisters @mr (the parent's, on the shared uverbs fd)
+// and the parent SIGKILLs it as it starts: the dereg is killed at some
+// point of its wait for the stream's accesses, or not at all (it ended
+// first, or had not begun). Either way @mr is gone after.
+void killed_dereg(ibv_mr *mr, int round)
+{
+	int go[2];
+
+	if (pipe2(go, O_CLOEXEC)) {
+		CHECK(false, "pipe: %s", strerror(errno));
+		return;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c = 'g';
+		if (write(go[1], &c, 1) != 1)
+			_exit(2);
+		_exit(ibv_dereg_mr(mr) ? 1 : 0);
+	}
+	close(go[1]);
+	char c;
+	bool started = read(go[0], &c, 1) == 1;
+	close(go[0]);
+	// Spread the kill over the dereg's wait: 0 to 127 us later.
+	for (int i = 0, n = (round * 37) % 128; i < n; i += 8)
+		usleep(8);
+	kill(pid, SIGKILL);
+	int status = 0;
+	CHECK(waitpid(pid, &status, 0) == pid && started,
+	      "the dereg's child: %s", strerror(errno));
+	// The parent's copy of the ibv_mr: deregistered here if the child
+	// was killed before its dereg began; else the kernel refuses the
+	// handle, and the copy, which libibverbs frees only on success,
+	// leaks.
+	(void)ibv_dereg_mr(mr);
+}
+
+// Whether @done became true within @ms (polled every 10 ms).
+bool within(long ms, const std::function<bool()> &done)
+{
+	for (long t = 0; t < ms; t += 10) {
+		if (done())
+			return true;
+		usleep(10000);
+	}
+	return done();
+}
+
+// orphan_unload: rmmod sroce at once, the process's context still open
+// (the module_unload_live_context.sh shape): it must end in time, every
+// release queued having run (unregistration waits for each, through its
+// device reference). Then this process ends without its teardown: its
+// objects went with the device (the case loads sroce again). Whether the
+// release was still queued when rmmod began is said in a note: nothing
+// holds it there.
+[[noreturn]] void unload_now(long queued, long run)
+{
+	bool pending = Probes::hits(kRun) - run < Probes::hits(kQueued) - queued;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execlp("rmmod", "rmmod", "sroce", (char *)nullptr);
+		_exit(127);
+	}
+	int status = -1;
+	bool ended = within(30000 * time_scale(), [&] {
+		return waitpid(pid, &status, WNOHANG) == pid;
+	});
+	CHECK(ended && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "rmmod sroce with a release queued: %s, status 0x%x",
+	      ended ? "ended" : "still running", status);
+	CHECK(Probes::hits(kRun) - run == Probes::hits(kQueued) - queued,
+	      "after rmmod %ld releases queued, %ld run",
+	      Probes::hits(kQueued) - queued, Probes::hits(kRun) - run);
+	note(pending ? "rmmod began with the release still queued" :
+		       "rmmod began after the release ran");
+	for (const std::string &n : test_notes)
+		printf("NOTE: orphan_unload: %s\n", n.c_str());
+	if (failures)
+		_exit(1);
+	printf("orphan_unload ok\n");
+	_exit(0);
+}
+
+// The test: rounds of an MR over @d's buffer (a dma-buf) or over b's own
+// buffer (pinned), a's stream of WRITEs into it, and a killed dereg,
+// until a round queued a release; then everything is back within 5 s.
+void orphan(Pair &p, bool dmabuf, bool unload = false)
+{
+	Probes probes;
+	if (!probes.on())
+		return;
+	std::unique_ptr<DmaBuf> d;
+	if (dmabuf) {
+		d = make_dmabuf(p, kLen);
+		if (!d)
+			return;
+	}
+	const long long kmem = port_counter(p, "kmem_bytes");
+	const long pin = proc_kb("/proc/self/status", "VmPin:");
+	const long bufs = dmabuf ? dmabuf_objects() : 0;
+	const long queued = Probes::hits(kQueued), run = Probes::hits(kRun);
+	CHECK(kmem >= 0 && queued >= 0 && run >= 0,
+	      "kmem_bytes %lld, events queued %ld and run %ld", kmem, queued,
+	      run);
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	Buf target(kLen);
+	memset(target.data(), 0x11, kLen);
+	fill(p.a, 0, kChunk, 0x7e);
+	int round = 0;
+	bool orphaned = false;
+
+	while (!orphaned && round < kRounds && !failures) {
+		ibv_mr *mr = dmabuf ?
+				     ibv_reg_dmabuf_mr(p.b.pd, 0, kLen, kIova,
+						       d->fd(), access) :
+				     ibv_reg_mr_iova(p.b.pd, target.data(),
+						     kLen, kIova, access);
+		CHECK(mr, "registering the MR: %s", strerror(errno));
+		if (!mr)
+			break;
+		{
+			Stream s(p, mr->rkey);
+			within(5000 * time_scale(),
+			       [&] { return s.done >= 16 || s.error; });
+			CHECK(s.done >= 16, "round %d: %ld WRITEs done, %s",
+			      round, s.done.load(),
+			      ibv_wc_status_str(ibv_wc_status(s.error.load())));
+			long before = Probes::hits(kQueued);
+			killed_dereg(mr, round);
+			orphaned = Probes::hits(kQueued) > before;
+		}
+		restate(p);
+		round++;
+	}
+	CHECK(orphaned, "no killed dereg of %d left its map to an access "
+	      "(sroce_kmem_release_queue() never ran): the trigger did not "
+	      "happen", round);
+	if (!orphaned)
+		return;
+	note("orphaned in round " + std::to_string(round));
+	if (unload) {
+		unload_now(queued, run);
+		return;
+	}
+	const long ms = 5000 * time_scale();
+	CHECK(within(ms, [&] { return Probes::hits(kRun) >
+				      run + (Probes::hits(kQueued) - queued - 1); }),
+	      "%ld releases queued, %ld run in %ld ms",
+	      Probes::hits(kQueued) - queued, Probes::hits(kRun) - run, ms);
+	CHECK(within(ms, [&] { return port_counter(p, "kmem_bytes") == kmem; }),
+	      "kmem_bytes %lld %ld ms after the orphan, %lld before the MR",
+	      port_counter(p, "kmem_bytes"), ms, kmem);
+	CHECK(within(ms, [&] {
+		      return proc_kb("/proc/self/status", "VmPin:") == pin;
+	      }),
+	      "VmPin %ld kB %ld ms after the orphan, %ld kB before the MR",
+	      proc_kb("/proc/self/status", "VmPin:"), ms, pin);
+	if (dmabuf && bufs >= 0)
+		CHECK(within(ms, [&] { return dmabuf_objects() == bufs; }),
+		      "%ld dma-bufs %ld ms after the orphan, %ld before",
+		      dmabuf_objects(), ms, bufs);
+	// Every byte of the target is its old one or a WRITE's.
+	if (!dmabuf) {
+		size_t bad = 0;
+		for (size_t i = 0; i < kLen; i++)
+			bad += target[i] != 0x11 && target[i] != p.a.buf[0];
+		CHECK(!bad, "%zu bytes of the MR's buffer are neither old "
+		      "nor written", bad);
+	}
+}
+
+void t_orphan_pinned(Pair &p)
+{
+	orphan(p, false);
+}
+
+void t_orphan_dmabuf(Pair &p)
+{
+	orphan(p, true);
+}
+
+void t_orphan_unload(Pair &p)
+{
+	orphan(p, false, true);
+}
+
+void mtu4096(Pair &p)
+{
+	p.mtu = IBV_MTU_4096;
+}
+
+const Test tests[] = {
+	{ "orphan_pinned", t_orphan_pinned, mtu4096, false },
+	{ "orphan_dmabuf", t_orphan_dmabuf, mtu4096, false },
+	{ "orphan_unload", t_orphan_unload, mtu4096, false },
+};
+
+} // namespace
+
+const std::span<const Test> orphan_tests = tests;
+
+} // namespace xfer
