@@ -28,6 +28,7 @@
 //
 //   sroce-failnth DEV [SWEEP...]
 //   sroce-failnth --list
+#include "tracing.h"
 #include "xfer.h"
 
 #include <algorithm>
@@ -102,25 +103,9 @@ unsigned fail_nth_disarm()
 // skips the points between the two returns, and one either side for an
 // allocation that comes and goes (an xarray's node).
 
-const char *const kTracing = "/sys/kernel/tracing";
 const char *const kProbes[] = { "p:failnth/sf should_fail_ex",
 				"r:failnth/drv sroce_create_qp",
 				"r:failnth/core ib_create_qp_user" };
-
-// Write @text to tracefs file @file (appended to kprobe_events).
-bool tracing_put(const std::string &file, const std::string &text)
-{
-	std::string path = std::string(kTracing) + "/" + file;
-	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC |
-				    (file == "kprobe_events" ? O_APPEND : O_TRUNC));
-	bool ok = fd >= 0 && write(fd, text.data(), text.size()) ==
-				     ssize_t(text.size());
-
-	CHECK(ok, "%s: %s", path.c_str(), strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
 
 // The kprobe events on, for this process only; or (!@on) off and gone.
 bool core_probes(bool on)

@@ -15,6 +15,7 @@
 // sroce_pin_release_work() (the release run). A kernel without kprobe
 // events skips them.
 #include "check.h"
+#include "tracing.h"
 #include "dmabuf.h"
 #include "xfer.h"
 
@@ -31,7 +32,6 @@
 namespace xfer {
 namespace {
 
-const char *const kTracing = "/sys/kernel/tracing";
 const char *const kGroup = "sroce_orphan";
 // The kprobe events: a release queued, a release run.
 const char *const kQueued = "queued";
@@ -42,20 +42,6 @@ const size_t kChunk = 64 * 1024;
 // Rounds of a killed dereg at most, before the test says that it never
 // saw an orphan (and fails: its trigger did not happen).
 const int kRounds = 300;
-
-bool tracing_put(const std::string &file, const std::string &text)
-{
-	std::string path = std::string(kTracing) + "/" + file;
-	int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC |
-				    (file == "kprobe_events" ? O_APPEND : O_TRUNC));
-	bool ok = fd >= 0 && write(fd, text.data(), text.size()) ==
-				     ssize_t(text.size());
-
-	CHECK(ok, "%s: %s", path.c_str(), strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
 
 // The two kprobe events, on and counting; or gone. skip() where the
 // kernel has no kprobe events.
