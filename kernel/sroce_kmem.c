@@ -50,8 +50,17 @@
  * lock is taken under it. A user's work item runs each release with no
  * lock of sroce's held (the release takes the page's lock, the umem's
  * mutex, a dma-buf's reservation, then kmem_lock and sroce_users_lock in
- * turn), and nothing waits for the work item but sroce_kmem_exit(), which
- * holds none.
+ * turn). Every unregistration of a device waits for the work items, of
+ * any user, that have a release of one of its objects queued: each queued
+ * release holds its device (sroce_pin_put_async()), and
+ * ib_unregister_device() waits for every reference; each item runs its
+ * user's earlier releases first, of any device. So no lock that a release
+ * takes may be held across ib_unregister_device() (rdma link delete, the
+ * network device's removal, a network namespace's teardown or move,
+ * module unload), nor across sroce_kmem_exit(), which waits for the items
+ * to end. None is: sroce_newlink() holds sroce_newlink_lock across the
+ * unregistration of a device whose network device went meanwhile, and no
+ * release takes it.
  */
 #include <linux/cred.h>
 #include <linux/mm.h>
