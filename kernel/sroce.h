@@ -117,6 +117,13 @@ static inline void sroce_count(struct sroce_dev *sdev, enum sroce_counter c)
 	atomic64_inc(&sdev->counters[c]);
 }
 
+/* Take @n off a counter that is a level (kmem_bytes, ...), not events. */
+static inline void sroce_count_sub(struct sroce_dev *sdev,
+				   enum sroce_counter c, u64 n)
+{
+	atomic64_sub(n, &sdev->counters[c]);
+}
+
 /**
  * struct sroce_ucontext - a process's context
  * @ibuc: ib_core's

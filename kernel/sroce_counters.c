@@ -60,6 +60,9 @@ const struct rdma_stat_desc sroce_counter_descs[] = {
 	[SROCE_CNT_ODP_JOBS_RETIRED].name = "odp_jobs_retired",
 	[SROCE_CNT_KMEM_BYTES].name = "kmem_bytes",
 	[SROCE_CNT_KMEM_REFUSED].name = "kmem_refused",
+	[SROCE_CNT_RELEASE_QUEUED].name = "release_queued",
+	[SROCE_CNT_RELEASE_BACKLOG_PAGES].name = "release_backlog_pages",
+	[SROCE_CNT_RELEASE_BACKLOG_REFUSED].name = "release_backlog_refused",
 };
 
 static_assert(ARRAY_SIZE(sroce_counter_descs) == SROCE_NUM_COUNTERS);

@@ -91,6 +91,15 @@ enum sroce_counter {
 	SROCE_CNT_ODP_JOBS_RETIRED,
 	SROCE_CNT_KMEM_BYTES,		/* users' objects' memory now (sroce_kmem.c) */
 	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
+	/*
+	 * Releases of objects (orphaned pins) queued on their users' work
+	 * items; the pages those still waiting there hold (a level); new MRs
+	 * refused as their user's waiting releases held its bound
+	 * (max_user_release_mb, sroce_kmem.c)
+	 */
+	SROCE_CNT_RELEASE_QUEUED,
+	SROCE_CNT_RELEASE_BACKLOG_PAGES,
+	SROCE_CNT_RELEASE_BACKLOG_REFUSED,
 	SROCE_NUM_COUNTERS,
 };
 

@@ -260,13 +260,11 @@ struct sroce_pin *sroce_dmabuf_get(struct ib_device *ibdev, u64 offset,
 	err = sroce_dmabuf_exporter_ok(dmabuf);
 	if (err)
 		goto err_put;
-	err = -ENOMEM;
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
-	if (!pin)
+	pin = sroce_pin_alloc(ibdev, ku);
+	if (IS_ERR(pin)) {
+		err = PTR_ERR(pin);
 		goto err_put;
-	kref_init(&pin->ref);
-	pin->ibdev = ibdev;
-	sroce_kmem_start(&pin->kmem, ku);
+	}
 	pin->dmabuf = dmabuf;
 	pin->dmabuf_offset = offset;
 	pin->offset = offset_in_page(offset);

@@ -42,7 +42,16 @@
  * as the user likes (an orphaned pin's, sroce_pin_put_async()), in turn,
  * by one work item of its own: sroce_kmem_release_queue(). A user that
  * stalls one of its releases holds one worker and its own later releases,
- * never another user's.
+ * never another user's. What the releases waiting behind it hold (pinned
+ * pages, a dma-buf: memory in no process's RSS, where the OOM killer does
+ * not look) is bounded per user, max_user_release_mb (a module parameter,
+ * changeable at any time; 0 is a quarter of RAM): a user whose waiting
+ * releases hold that much gets no new MR of user memory, ENOMEM, until
+ * they ran (sroce_kmem_release_room()), so that one stalled release cannot
+ * have an unbounded backlog piled up behind it. Each device counts its
+ * objects' releases queued ("release_queued"), the pages of those still
+ * waiting ("release_backlog_pages") and the registrations refused
+ * ("release_backlog_refused").
  *
  * Lock order: sroce_users_lock, a device's kmem_lock and a user's lock
  * are each taken with no other of them held (never one under another); a
@@ -82,6 +91,11 @@ module_param(max_user_kmem_mb, uint, 0644);
 MODULE_PARM_DESC(max_user_kmem_mb,
 		 "The same for one user's processes on all devices together (0: a quarter of RAM)");
 
+static unsigned int max_user_release_mb;
+module_param(max_user_release_mb, uint, 0644);
+MODULE_PARM_DESC(max_user_release_mb,
+		 "Memory (MiB) one user's objects whose releases wait in its queue may hold, on all devices together: pinned pages, dma-bufs; at it the user's new MRs are refused (0: a quarter of RAM)");
+
 /**
  * struct sroce_user - what one user holds on every device
  * @ref: the user's records on the devices (struct sroce_kmem_user), one
@@ -95,10 +109,15 @@ MODULE_PARM_DESC(max_user_kmem_mb,
  * @wq: the user's own workqueue, "sroce_user_UID", or NULL; under @lock
  * @wq_holders: the records that hold @wq, each while it has a QP on its
  *              device (sroce_kmem_wq_get()); under @lock
- * @release_lock: protects @releases and @releasing; interrupts off, the
- *                innermost lock (nothing is taken under it)
+ * @release_lock: protects @releases, @release_pages and @releasing;
+ *                interrupts off, the innermost lock (nothing is taken
+ *                under it)
  * @releases: the releases of the user's objects that wait for
  *            @release_work, oldest first (struct sroce_kmem_release)
+ * @release_pages: the pages the objects of @releases hold, the sum of
+ *                 their struct sroce_kmem_release.pages; at
+ *                 max_user_release_mb the user gets no new MR
+ *                 (sroce_kmem_release_room())
  * @releasing: @release_work is queued or running; it then holds a
  *             reference to the user, given back once it found @releases
  *             empty, so that the record outlives every release queued
@@ -120,6 +139,7 @@ struct sroce_user {
 	unsigned int wq_holders;
 	spinlock_t release_lock; /* see above */
 	struct list_head releases;
+	unsigned long release_pages;
 	bool releasing;
 	struct work_struct release_work;
 };
@@ -239,7 +259,8 @@ static void sroce_user_release(struct kref *ref)
 	for (i = 0; i < SROCE_JOB_KINDS; i++)
 		WARN_ON(atomic_read(&user->jobs[i]));
 	WARN_ON(user->wq || user->wq_holders);
-	WARN_ON(user->releasing || !list_empty(&user->releases));
+	WARN_ON(user->releasing || !list_empty(&user->releases) ||
+		user->release_pages);
 	xa_erase(&sroce_users, from_kuid(&init_user_ns, user->uid));
 	mutex_destroy(&user->lock);
 	kfree(user);
@@ -257,6 +278,8 @@ static void sroce_user_put(struct sroce_user *user)
  * this work item with it (nothing touches it after; the workqueue does
  * not once this function has returned). A release queued meanwhile, once
  * @releasing is false, queues the item again, with a reference of its own.
+ * A release's pages leave the user's count and its device's as it leaves
+ * the list (its device is held until it ran).
  */
 static void sroce_user_run_releases(struct work_struct *work)
 {
@@ -270,10 +293,15 @@ static void sroce_user_run_releases(struct work_struct *work)
 		rel = list_first_entry_or_null(&user->releases,
 					       struct sroce_kmem_release,
 					       entry);
-		if (rel)
+		if (rel) {
 			list_del(&rel->entry);
-		else
+			user->release_pages -= rel->pages;
+			sroce_count_sub(rel->sdev,
+					SROCE_CNT_RELEASE_BACKLOG_PAGES,
+					rel->pages);
+		} else {
 			user->releasing = false;
+		}
 		spin_unlock_irqrestore(&user->release_lock, flags);
 		if (!rel)
 			break;
@@ -286,18 +314,22 @@ static void sroce_user_run_releases(struct work_struct *work)
 /**
  * sroce_kmem_release_queue - have a user's object released by the user's
  *                            own work item, after its earlier releases
+ * @sdev: the object's device, held by the object until its release
  * @ku: the object's user, held by the object until its release, or NULL
  *      for a kernel consumer's object
- * @rel: the release, in the object; @rel->fn set
+ * @rel: the release, in the object; @rel->fn and @rel->pages set
  *
  * For a release that may wait for as long as its user likes, where nothing
  * may wait for it (struct sroce_user, sroce_release_wq): the user's
  * releases run one after the other, so that one stalled holds one worker,
  * and the user's own later releases, never another user's. The record
  * outlives them (the work item holds it while it has releases to run).
- * Any context.
+ * Until the item takes it off the list, @rel->pages count in the user's
+ * backlog (sroce_kmem_release_room()) and in @sdev's
+ * release_backlog_pages. Any context.
  */
-void sroce_kmem_release_queue(struct sroce_kmem_user *ku,
+void sroce_kmem_release_queue(struct sroce_dev *sdev,
+			      struct sroce_kmem_user *ku,
 			      struct sroce_kmem_release *rel)
 {
 	/* Held by @ku, or by the running work item while @releasing. */
@@ -305,7 +337,12 @@ void sroce_kmem_release_queue(struct sroce_kmem_user *ku,
 	unsigned long flags;
 	bool queue;
 
+	rel->sdev = sdev;
+	sroce_count(sdev, SROCE_CNT_RELEASE_QUEUED);
 	spin_lock_irqsave(&user->release_lock, flags);
+	/* Counted before the item can take it off and subtract. */
+	user->release_pages += rel->pages;
+	sroce_count_add(sdev, SROCE_CNT_RELEASE_BACKLOG_PAGES, rel->pages);
 	list_add_tail(&rel->entry, &user->releases);
 	queue = !user->releasing;
 	if (queue) {
@@ -326,6 +363,41 @@ static u64 sroce_kmem_bound(unsigned int mb, unsigned int ram_shift)
 	return ((u64)totalram_pages() << PAGE_SHIFT) >> ram_shift;
 }
 
+/**
+ * sroce_kmem_release_room - may a user have a new object whose release
+ *                           may wait (an MR's pin)?
+ * @sdev: the device the object would be on
+ * @ku: the user, or NULL for a kernel consumer, never refused
+ *
+ * Not while the releases of the user's objects that wait in its list hold
+ * max_user_release_mb, on every device together: one release the user
+ * stalls holds all of its later ones (sroce_kmem_release_queue()), and
+ * their memory is in no process's RSS while they wait, so the OOM killer
+ * does not see it. The user cannot add to that backlog but through pins
+ * it made before it reached the bound, each of which its processes' own
+ * limits bound (RLIMIT_MEMLOCK). Any context.
+ * Return: 0, or -ENOMEM (counted in release_backlog_refused), as for a
+ * pin past RLIMIT_MEMLOCK or past max_user_kmem_mb.
+ */
+int sroce_kmem_release_room(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
+{
+	u64 bound = sroce_kmem_bound(READ_ONCE(max_user_release_mb), 2) >>
+		    PAGE_SHIFT;
+	unsigned long flags, pages;
+
+	if (!ku)
+		return 0;
+	spin_lock_irqsave(&ku->user->release_lock, flags);
+	pages = ku->user->release_pages;
+	spin_unlock_irqrestore(&ku->user->release_lock, flags);
+	if (pages < bound)
+		return 0;
+	sroce_count(sdev, SROCE_CNT_RELEASE_BACKLOG_REFUSED);
+	sroce_dbg_dev(sdev, "uid %u's MR refused: releases waiting hold %lu pages of %llu\n",
+		      from_kuid(&init_user_ns, ku->user->uid), pages, bound);
+	return -ENOMEM;
+}
+
 void sroce_kmem_init(struct sroce_dev *sdev)
 {
 	xa_init(&sdev->kmem_users);
@@ -334,11 +406,13 @@ void sroce_kmem_init(struct sroce_dev *sdev)
 
 /*
  * All objects and contexts are gone before the device (ib_core): so is
- * every charge, and every user.
+ * every charge, every user, and every release of its objects queued (each
+ * held the device).
  */
 void sroce_kmem_fini(struct sroce_dev *sdev)
 {
 	WARN_ON(atomic64_read(&sdev->counters[SROCE_CNT_KMEM_BYTES]));
+	WARN_ON(atomic64_read(&sdev->counters[SROCE_CNT_RELEASE_BACKLOG_PAGES]));
 	WARN_ON(!xa_empty(&sdev->kmem_users));
 	xa_destroy(&sdev->kmem_users);
 	mutex_destroy(&sdev->kmem_lock);
@@ -656,7 +730,7 @@ void sroce_kmem_exit(void)
 	unsigned long key;
 
 	destroy_workqueue(sroce_release_wq);
-	WARN_ON(sroce_kernel_user.releasing);
+	WARN_ON(sroce_kernel_user.releasing || sroce_kernel_user.release_pages);
 	WARN_ON(!xa_empty(&sroce_users));
 	xa_for_each(&sroce_users, key, user) {
 		if (user->wq)

@@ -4,7 +4,8 @@
  * per device and per user and bounded, the jobs their memory has queued on
  * a shared workqueue, bounded per user, each user's own workqueue, and
  * the releases of its objects that may wait for it, run in turn by a work
- * item of the user's own (sroce_kmem.c).
+ * item of the user's own, the memory they hold bounded per user
+ * (sroce_kmem.c).
  */
 #ifndef SROCE_KMEM_H
 #define SROCE_KMEM_H
@@ -65,14 +66,24 @@ void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
  * @entry: in the user's list of releases waiting for its work item
  * @fn: releases the object, and with it this; run by the user's work item,
  *      after the user's earlier releases, with no lock of sroce's held
+ * @pages: the pages of memory the object holds until it is released
+ *         (pinned pages, a dma-buf's), counted against its user's
+ *         max_user_release_mb while the release waits in the list
+ * @sdev: the object's device, held by the object until @fn ends
+ *        (sroce_kmem_release_queue() sets it)
  */
 struct sroce_kmem_release {
 	struct list_head entry;
 	void (*fn)(struct sroce_kmem_release *rel);
+	unsigned long pages;
+	struct sroce_dev *sdev;
 };
 
-void sroce_kmem_release_queue(struct sroce_kmem_user *ku,
+void sroce_kmem_release_queue(struct sroce_dev *sdev,
+			      struct sroce_kmem_user *ku,
 			      struct sroce_kmem_release *rel);
+int sroce_kmem_release_room(struct sroce_dev *sdev,
+			    struct sroce_kmem_user *ku);
 
 /* Charge @bytes more to @k's user; 0 or -ENOMEM. */
 static inline int sroce_kmem_add(struct sroce_dev *sdev, struct sroce_kmem *k,

@@ -436,6 +436,8 @@ int sroce_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
 struct sroce_map *sroce_mr_bind_get(struct sroce_dev *sdev, struct ib_pd *pd,
 				    u32 lkey, u64 addr, u64 length,
 				    struct sroce_mr **mrp);
+struct sroce_pin *sroce_pin_alloc(struct ib_device *ibdev,
+				  struct sroce_kmem_user *ku);
 void sroce_pin_free(struct sroce_pin *pin);
 void sroce_pin_put(struct sroce_pin *pin);
 void sroce_pin_put_async(struct sroce_pin *pin);

@@ -32,6 +32,38 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
 }
 
 /**
+ * sroce_pin_alloc - a new pin, with one reference, charged to a user
+ * @ibdev: the device
+ * @ku: the user its kernel memory is charged to (the pin takes a
+ *      reference), or NULL for a kernel consumer's pin
+ *
+ * Every pin of user memory starts here (pinned, ODP, a dma-buf's), and so
+ * every registration and re-registration that makes one: refused while
+ * the releases of the user's pins that wait in its queue hold its bound
+ * (sroce_kmem_release_room()), since each new pin may join them. The
+ * caller fills the pin in, and frees it on failure with sroce_kmem_end()
+ * and kfree(). Process context.
+ * Return: the pin, or ERR_PTR(-ENOMEM).
+ */
+struct sroce_pin *sroce_pin_alloc(struct ib_device *ibdev,
+				  struct sroce_kmem_user *ku)
+{
+	struct sroce_pin *pin;
+	int err;
+
+	err = sroce_kmem_release_room(to_sdev(ibdev), ku);
+	if (err)
+		return ERR_PTR(err);
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
+	if (!pin)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&pin->ref);
+	pin->ibdev = ibdev;
+	sroce_kmem_start(&pin->kmem, ku);
+	return pin;
+}
+
+/**
  * sroce_pin_free - release a pin's pages and free it
  * @pin: the pin, whose last reference is gone
  *
@@ -103,7 +135,9 @@ static void sroce_pin_release_work(struct sroce_kmem_release *rel)
  * The last reference of a pin went: queue its release on its user's work
  * item, holding the device (whose unregistration waits for it), or
  * release it here if the device is being unregistered (then no QP runs to
- * be held up).
+ * be held up). What it holds until then counts in its user's backlog: its
+ * pinned pages, or the pages of its dma-buf (all of the buffer's, which
+ * the pin holds); an ODP range pins none.
  */
 static void sroce_pin_release_async(struct kref *ref)
 {
@@ -114,7 +148,9 @@ static void sroce_pin_release_async(struct kref *ref)
 		return;
 	}
 	pin->release.fn = sroce_pin_release_work;
-	sroce_kmem_release_queue(pin->kmem.ku, &pin->release);
+	pin->release.pages = pin->odp ? 0 : pin->npages;
+	sroce_kmem_release_queue(to_sdev(pin->ibdev), pin->kmem.ku,
+				 &pin->release);
 }
 
 /**
@@ -162,12 +198,9 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 
 	if (access & IB_ACCESS_ON_DEMAND)
 		return sroce_odp_get(ibdev, start, length, access, ku);
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
-	if (!pin)
-		return ERR_PTR(-ENOMEM);
-	kref_init(&pin->ref);
-	pin->ibdev = ibdev;
-	sroce_kmem_start(&pin->kmem, ku);
+	pin = sroce_pin_alloc(ibdev, ku);
+	if (IS_ERR(pin))
+		return pin;
 
 	pin->umem = ib_umem_get(ibdev, start, length, access);
 	if (IS_ERR(pin->umem)) {

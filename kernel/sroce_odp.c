@@ -116,14 +116,11 @@ struct sroce_pin *sroce_odp_get(struct ib_device *ibdev, u64 start,
 	struct sroce_pin *pin;
 	int err;
 
-	pin = kzalloc(sizeof(*pin), GFP_KERNEL_ACCOUNT);
-	if (!pin)
-		return ERR_PTR(-ENOMEM);
-	kref_init(&pin->ref);
-	pin->ibdev = ibdev;
+	pin = sroce_pin_alloc(ibdev, ku);
+	if (IS_ERR(pin))
+		return pin;
 	INIT_WORK(&pin->later.work, sroce_odp_later_work);
 	spin_lock_init(&pin->later.lock);
-	sroce_kmem_start(&pin->kmem, ku);
 	if (sroce_odp_is_chunked(start, length, access)) {
 		/* ib_core's implicit roots take no huge-page hint. */
 		odp = ib_umem_odp_alloc_implicit(ibdev,
