@@ -8,8 +8,9 @@
 // and, for a dma-buf MR, the dma-buf attachment must still all come back,
 // within seconds, to what they were before the MR.
 //
-// sroce counts no orphan and no queued release. The tests see them with
-// two kprobe events (tracefs), whose hits kprobe_profile counts:
+// sroce counts no orphan, and no release run (release_queued counts
+// those queued, not the runs). The tests see both with two kprobe events
+// (tracefs), whose hits kprobe_profile counts:
 // sroce_kmem_release_queue() (a release queued: with no window and no ODP
 // MR in the process, only an orphaned map's pin queues one) and
 // sroce_pin_release_work() (the release run). A kernel without kprobe
@@ -17,31 +18,25 @@
 #include "check.h"
 #include "tracing.h"
 #include "dmabuf.h"
+#include "orphan.h"
 #include "xfer.h"
 
-#include <atomic>
-#include <csignal>
-#include <fcntl.h>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <sstream>
-#include <sys/wait.h>
-#include <thread>
 
 namespace xfer {
 namespace {
+
+using orphan::kChunk;
+using orphan::kIova;
+using orphan::kLen;
+using orphan::within;
 
 const char *const kGroup = "sroce_orphan";
 // The kprobe events: a release queued, a release run.
 const char *const kQueued = "queued";
 const char *const kRun = "run";
-const uint64_t kIova = 0x5b000000000ULL;
-const size_t kLen = 1 << 20;
-const size_t kChunk = 64 * 1024;
-// Rounds of a killed dereg at most, before the test says that it never
-// saw an orphan (and fails: its trigger did not happen).
-const int kRounds = 300;
 
 // The two kprobe events, on and counting; or gone. skip() where the
 // kernel has no kprobe events.
@@ -95,107 +90,6 @@ public:
 private:
 	bool on_ = false;
 };
-
-// a's WRITEs (64 KiB each, 16 outstanding) into @rkey, from a thread,
-// until one fails or @stop: the responder's accesses to the MR.
-class Stream {
-public:
-	Stream(Pair &p, uint32_t rkey) : t_([this, &p, rkey] { run(p, rkey); })
-	{
-	}
-	~Stream()
-	{
-		stop = true;
-		t_.join();
-	}
-	std::atomic<bool> stop{ false };
-	std::atomic<long> done{ 0 };
-	std::atomic<int> error{ IBV_WC_SUCCESS };
-
-private:
-	void run(Pair &p, uint32_t rkey)
-	{
-		long posted = 0, polled = 0;
-
-		while (!stop && error == IBV_WC_SUCCESS) {
-			while (posted - polled < 16) {
-				size_t at = size_t(posted % 16) * kChunk;
-				ibv_sge sge = { uintptr_t(&p.a.buf[0]),
-						uint32_t(kChunk), p.a.mr->lkey };
-				ibv_send_wr wr = one_sge_wr(&sge,
-							    IBV_WR_RDMA_WRITE,
-							    1),
-					    *bad;
-				wr.wr.rdma.remote_addr = kIova + at;
-				wr.wr.rdma.rkey = rkey;
-				if (ibv_post_send(p.a.qp, &wr, &bad))
-					break;
-				posted++;
-			}
-			ibv_wc wc[16];
-			int n = ibv_poll_cq(p.a.cq, 16, wc);
-			for (int i = 0; i < n; i++) {
-				if (wc[i].status != IBV_WC_SUCCESS)
-					error = wc[i].status;
-				else
-					done++;
-			}
-			polled += n;
-			if (!n)
-				usleep(50);
-		}
-	}
-
-	std::thread t_;
-};
-
-// A forked child deregisters @mr (the parent's, on the shared uverbs fd)
-// and the parent SIGKILLs it as it starts: the dereg is killed at some
-// point of its wait for the stream's accesses, or not at all (it ended
-// first, or had not begun). Either way @mr is gone after.
-void killed_dereg(ibv_mr *mr, int round)
-{
-	int go[2];
-
-	if (pipe2(go, O_CLOEXEC)) {
-		CHECK(false, "pipe: %s", strerror(errno));
-		return;
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		char c = 'g';
-		if (write(go[1], &c, 1) != 1)
-			_exit(2);
-		_exit(ibv_dereg_mr(mr) ? 1 : 0);
-	}
-	close(go[1]);
-	char c;
-	bool started = read(go[0], &c, 1) == 1;
-	close(go[0]);
-	// Spread the kill over the dereg's wait: 0 to 127 us later.
-	for (int i = 0, n = (round * 37) % 128; i < n; i += 8)
-		usleep(8);
-	kill(pid, SIGKILL);
-	int status = 0;
-	CHECK(waitpid(pid, &status, 0) == pid && started,
-	      "the dereg's child: %s", strerror(errno));
-	// The parent's copy of the ibv_mr: deregistered here if the child
-	// was killed before its dereg began; else the kernel refuses the
-	// handle, and the copy, which libibverbs frees only on success,
-	// leaks.
-	(void)ibv_dereg_mr(mr);
-}
-
-// Whether @done became true within @ms (polled every 10 ms).
-bool within(long ms, const std::function<bool()> &done)
-{
-	for (long t = 0; t < ms; t += 10) {
-		if (done())
-			return true;
-		usleep(10000);
-	}
-	return done();
-}
 
 // orphan_unload: rmmod sroce at once, the process's context still open
 // (the module_unload_live_context.sh shape): it must end in time, every
@@ -257,38 +151,18 @@ void orphan(Pair &p, bool dmabuf, bool unload = false)
 	Buf target(kLen);
 	memset(target.data(), 0x11, kLen);
 	fill(p.a, 0, kChunk, 0x7e);
-	int round = 0;
-	bool orphaned = false;
-
-	while (!orphaned && round < kRounds && !failures) {
-		ibv_mr *mr = dmabuf ?
-				     ibv_reg_dmabuf_mr(p.b.pd, 0, kLen, kIova,
-						       d->fd(), access) :
-				     ibv_reg_mr_iova(p.b.pd, target.data(),
-						     kLen, kIova, access);
-		CHECK(mr, "registering the MR: %s", strerror(errno));
-		if (!mr)
-			break;
-		{
-			Stream s(p, mr->rkey);
-			within(5000 * time_scale(),
-			       [&] { return s.done >= 16 || s.error; });
-			CHECK(s.done >= 16, "round %d: %ld WRITEs done, %s",
-			      round, s.done.load(),
-			      ibv_wc_status_str(ibv_wc_status(s.error.load())));
-			long before = Probes::hits(kQueued);
-			killed_dereg(mr, round);
-			orphaned = Probes::hits(kQueued) > before;
-		}
-		restate(p);
-		round++;
-	}
-	CHECK(orphaned, "no killed dereg of %d left its map to an access "
-	      "(sroce_kmem_release_queue() never ran): the trigger did not "
-	      "happen", round);
-	if (!orphaned)
+	int round = orphan::orphan_rounds(
+		p,
+		[&] {
+			return dmabuf ? ibv_reg_dmabuf_mr(p.b.pd, 0, kLen, kIova,
+							  d->fd(), access) :
+					ibv_reg_mr_iova(p.b.pd, target.data(),
+							kLen, kIova, access);
+		},
+		[] { return (long long)Probes::hits(kQueued); });
+	if (round < 0)
 		return;
-	note("orphaned in round " + std::to_string(round));
+	note("orphaned in round " + std::to_string(round + 1));
 	if (unload) {
 		unload_now(queued, run);
 		return;
@@ -312,9 +186,7 @@ void orphan(Pair &p, bool dmabuf, bool unload = false)
 		      dmabuf_objects(), ms, bufs);
 	// Every byte of the target is its old one or a WRITE's.
 	if (!dmabuf) {
-		size_t bad = 0;
-		for (size_t i = 0; i < kLen; i++)
-			bad += target[i] != 0x11 && target[i] != p.a.buf[0];
+		size_t bad = orphan::stray_bytes(target, 0x11, p.a);
 		CHECK(!bad, "%zu bytes of the MR's buffer are neither old "
 		      "nor written", bad);
 	}
