@@ -314,14 +314,18 @@ struct JobCounts {
 	}
 };
 
-// sroce_odp's max_active set for a test, and set back when this goes,
+// A number in a sysfs file set for a test, and set back when this goes,
 // whatever happened (odp_stall_isolation.sh sets it back too, should the
-// test be killed).
-class OdpMaxActive {
+// test be killed): sroce_odp's max_active, a module parameter of
+// sroce's. @missing says why the file may be missing.
+class Setting {
 public:
-	OdpMaxActive() = default;
-	OdpMaxActive(const OdpMaxActive &) = delete;
-	OdpMaxActive &operator=(const OdpMaxActive &) = delete;
+	Setting(const char *path, const char *missing)
+		: path_(path), missing_(missing)
+	{
+	}
+	Setting(const Setting &) = delete;
+	Setting &operator=(const Setting &) = delete;
 
 	// To @n, read back. False (said) if it could not be.
 	bool set(int n)
@@ -329,36 +333,36 @@ public:
 		int err = 0;
 
 		was_ = get();
-		bool ok = was_ > 0 && put(n, &err) && get() == n;
+		bool ok = was_ >= 0 && put(n, &err) && get() == n;
 		CHECK(ok, "setting %s to %d: %s (it was %d, now %d; -1: no such "
-		      "file: sroce_odp not WQ_SYSFS?)", kOdpMaxActive, n,
-		      strerror(err), was_, get());
+		      "file: %s)", path_, n, strerror(err), was_, get(),
+		      missing_);
 		return ok;
 	}
 
-	~OdpMaxActive()
+	~Setting()
 	{
 		int err = 0;
 
-		if (was_ <= 0)
+		if (was_ < 0)
 			return;
 		bool ok = put(was_, &err) && get() == was_;
-		CHECK(ok, "setting %s back to %d: %s (now %d)", kOdpMaxActive,
-		      was_, strerror(err), get());
+		CHECK(ok, "setting %s back to %d: %s (now %d)", path_, was_,
+		      strerror(err), get());
 	}
 
 private:
-	static int get()
+	int get() const
 	{
-		std::string v = slurp(kOdpMaxActive);
+		std::string v = slurp(path_);
 
 		return v.empty() ? -1 : atoi(v.c_str());
 	}
 
-	static bool put(int n, int *err)
+	bool put(int n, int *err) const
 	{
 		std::string v = std::to_string(n);
-		int fd = open(kOdpMaxActive, O_WRONLY);
+		int fd = open(path_, O_WRONLY);
 		bool ok = fd >= 0 &&
 			  write(fd, v.data(), v.size()) == ssize_t(v.size());
 
@@ -368,6 +372,8 @@ private:
 		return ok;
 	}
 
+	const char *path_;
+	const char *missing_;
 	int was_ = -1;
 };
 
@@ -1097,7 +1103,7 @@ void ahead_user_bound(Scene &s)
 
 // dereg_odp_ahead_queued, exit_odp_ahead_queued.
 //
-// sroce_odp runs kQueueActive jobs at once for the test (OdpMaxActive).
+// sroce_odp runs kQueueActive jobs at once for the test (Setting).
 // A's kUserAhead streams, whose jobs wait in the fault, get a job each;
 // kQueueActive of them start, the rest wait inactive behind them
 // (a_jobs_held()), and V's jobs, queued after, wait there too, as long
@@ -1127,7 +1133,7 @@ void ahead_queued(Scene &s, bool exits)
 	unsigned nv, na;
 	char ans[kLine];
 	std::string file = s.fs.file();
-	OdpMaxActive limit;
+	Setting limit(kOdpMaxActive, "sroce_odp not WQ_SYSFS?");
 
 	if (!limit.set(kQueueActive) ||
 	    !s.start(s.v, "V", [&](int fd) {

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <unistd.h>
@@ -110,6 +111,26 @@ inline std::string queues_str(const std::map<std::string, int> &queues)
 	return s.empty() ? "(no thread)" : s;
 }
 
+// Each kernel thread in D state: @fn(its pid, its kernel stack on one
+// line).
+inline void each_kthread_in_d(
+	const std::function<void(pid_t, const std::string &)> &fn)
+{
+	DIR *d = opendir("/proc");
+
+	while (dirent *e = d ? readdir(d) : nullptr) {
+		pid_t pid = atoi(e->d_name);
+		char state;
+		unsigned long flags;
+
+		if (pid > 0 && stat_of(pid, &state, &flags) && state == 'D' &&
+		    (flags & kPfKthread))
+			fn(pid, stack_of(pid));
+	}
+	if (d)
+		closedir(d);
+}
+
 // Kernel threads (sroce's workers) waiting in D state in an ODP fault of
 // sroce's, under function @frame if given: how many; one's stack in @one;
 // the names of those that are a workqueue's rescuer added to @rescuers,
@@ -119,21 +140,12 @@ inline int stalled_workers(std::string *one, const char *frame = nullptr,
 			   std::string *rescuers = nullptr,
 			   std::map<std::string, int> *queues = nullptr)
 {
-	DIR *d = opendir("/proc");
 	int n = 0;
 
-	while (dirent *e = d ? readdir(d) : nullptr) {
-		pid_t pid = atoi(e->d_name);
-		char state;
-		unsigned long flags;
-
-		if (pid <= 0 || !stat_of(pid, &state, &flags) ||
-		    state != 'D' || !(flags & kPfKthread))
-			continue;
-		std::string stack = stack_of(pid);
+	each_kthread_in_d([&](pid_t pid, const std::string &stack) {
 		if (!in_odp_fault(stack) ||
 		    (frame && stack.find(frame) == std::string::npos))
-			continue;
+			return;
 		if (n++ == 0)
 			*one = stack;
 		std::string name = rescuers || queues ? comm_of(pid) : "";
@@ -141,9 +153,7 @@ inline int stalled_workers(std::string *one, const char *frame = nullptr,
 			*rescuers += name + " ";
 		if (queues)
 			(*queues)[queue_running(name)]++;
-	}
-	if (d)
-		closedir(d);
+	});
 	return n;
 }
 
@@ -225,6 +235,27 @@ inline Waiting workers_under(const char *frame)
 	if (d)
 		closedir(d);
 	return w;
+}
+
+// Kernel threads in D state whose kernel stack has every one of @frames:
+// how many; one's stack, on one line, in @one; and, in @queues if given,
+// how many run an item of which workqueue (queue_running()).
+inline int kthreads_in(std::initializer_list<const char *> frames,
+		       std::string *one,
+		       std::map<std::string, int> *queues = nullptr)
+{
+	int n = 0;
+
+	each_kthread_in_d([&](pid_t pid, const std::string &stack) {
+		for (const char *f : frames)
+			if (stack.find(f) == std::string::npos)
+				return;
+		if (n++ == 0)
+			*one = stack;
+		if (queues)
+			(*queues)[queue_running(comm_of(pid))]++;
+	});
+	return n;
 }
 
 // Every kernel thread, by state letter and, for those not sleeping
