@@ -33,7 +33,8 @@ for c in sent_pkts rcvd_pkts sent_bytes rcvd_bytes send_no_route \
 	rkey_stale_tag rkey_access_refused rkey_out_of_range odp_page_faults \
 	odp_pages_invalidated odp_pages_prefetched odp_ahead_busy \
 	odp_ahead_refused odp_ahead_held odp_rnr_nak_sent \
-	odp_later_jobs odp_later_refused odp_jobs_retired; do
+	odp_later_jobs odp_later_refused odp_jobs_retired release_queued \
+	release_backlog_pages release_backlog_refused; do
 	[ -n "${at[$c]:-}" ] || fail "no counter $c: $(rdma statistic show link sroce0/1)"
 done
 delta() { echo $(($(stat "$1") - ${at[$1]:?no counter $1})); }

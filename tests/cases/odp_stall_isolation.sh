@@ -42,8 +42,22 @@
 #   +2) and fault nothing in.
 # - exit_odp_ahead_queued: the same, V killed: it exits, its QPs' destroy
 #   taking its jobs off the queue.
+# - release_isolation: A's orphaned ODP MR's release (its dereg killed
+#   while its SEND's doorbell waits in the fault) waits on A's user's
+#   release work item in mmu_interval_notifier_remove(), A's threads
+#   keeping A's mm invalidating (madvise(MADV_FREE) over an ODP range);
+#   a pinned MR that A2, another process of uid 65534, orphans waits
+#   behind it, pinned (A2's VmPin) and counted (release_backlog_pages),
+#   while V's orphaned MR is released at once; once A's storm stops, all
+#   are released and the backlog is back to 0.
+# - release_backlog_bound: the same with max_user_release_mb 1 (set for
+#   the test and set back): with A2's 1 MiB waiting, uid 65534's next
+#   ibv_reg_mr fails with ENOMEM (release_backlog_refused), V's does not;
+#   once released, A2 registers again.
 # Before the bound, A's jobs filled ODP's fault-ahead workqueue (256
-# active) and V's waited behind them until the read was answered.
+# active) and V's waited behind them until the read was answered; before
+# max_user_release_mb nothing bounded the releases that wait behind a
+# stalled one.
 # Before pending/inline-hold each of these hung until the read was
 # answered: a doorbell ran, and held a reference on, any QP its loopback
 # packets reached, a destroy waited for a worker to run its QP, and a
@@ -76,12 +90,21 @@ chmod 755 "$mnt"	# A, uid 65534, opens the file under it
 max_active=/sys/bus/workqueue/devices/sroce_odp/max_active
 [ -w $max_active ] || fail "no $max_active: sroce_odp is not WQ_SYSFS"
 odp_active=$(cat $max_active)
-# shellcheck disable=SC2064 # $mnt and $odp_active are known now
+# max_user_release_mb as loaded, which release_backlog_bound sets to 1
+# and back: set back here too.
+release_mb=/sys/module/sroce/parameters/max_user_release_mb
+[ -w $release_mb ] || fail "no $release_mb"
+user_release=$(cat $release_mb)
+# shellcheck disable=SC2064 # $mnt, $odp_active, $user_release are known now
 trap "fuse_abort '$mnt'; umount -l '$mnt' 2>/dev/null; rmdir '$mnt'
-	echo $odp_active > $max_active; ip link del sva 2>/dev/null" EXIT
+	echo $odp_active > $max_active; echo $user_release > $release_mb
+	ip link del sva 2>/dev/null" EXIT
 # The device's fault-ahead jobs queued or running: none once a test's
 # QPs are gone (each job gave its counts back).
 held=/sys/class/infiniband/sroce0/ports/1/hw_counters/odp_ahead_held
+# The pages of the releases waiting in their users' lists: none once a
+# test ended.
+backlog=/sys/class/infiniband/sroce0/ports/1/hw_counters/release_backlog_pages
 
 # Tasks whose kernel stack is in sroce: a run, a doorbell or a destroy
 # that did not end (an rdma resource listing could wait for its QP).
@@ -91,7 +114,8 @@ none_in_sroce() { [ -z "$(in_sroce)" ]; }
 bad=
 for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 	destroy_wq_full two_devices_one_queue odp_ahead_bound \
-	dereg_odp_ahead_queued exit_odp_ahead_queued; do
+	dereg_odp_ahead_queued exit_odp_ahead_queued release_isolation \
+	release_backlog_bound; do
 	dev2=()
 	[ $t = two_devices_one_queue ] && dev2=(sroce1)
 	out=$(timeout "$(tmo 240)" "$stall" sroce0 "$mnt" "$t" "${dev2[@]}" 2>&1)
@@ -102,6 +126,11 @@ for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 		bad+="$t: sroce_odp's max_active $(cat $max_active), not"
 		bad+=" $odp_active as before"$'\n'
 		echo "$odp_active" > $max_active
+	fi
+	if [ "$(cat $release_mb)" != "$user_release" ]; then
+		bad+="$t: max_user_release_mb $(cat $release_mb), not"
+		bad+=" $user_release as before"$'\n'
+		echo "$user_release" > $release_mb
 	fi
 	# A test killed by its timeout may leave a server stuck, and the
 	# tasks that wait for it: its connection is aborted first.
@@ -126,6 +155,8 @@ for t in destroy_other_user destroy_same_user doorbell_to_stalled_peer \
 	done
 	[ "$(cat $held)" = 0 ] ||
 		bad+="$t: odp_ahead_held $(cat $held) once it ended, not 0"$'\n'
+	[ "$(cat $backlog)" = 0 ] ||
+		bad+="$t: release_backlog_pages $(cat $backlog) once it ended, not 0"$'\n'
 	now=$(kernel_counts sroce0)
 	[ "$now" = "$base" ] ||
 		bad+="$t: kernel objects $now, not $base as before"$'\n'

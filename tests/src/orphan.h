@@ -15,6 +15,7 @@
 #include "xfer.h"
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <fcntl.h>
 #include <functional>
@@ -139,13 +140,18 @@ inline void killed_dereg(ibv_mr *mr, int round)
 // round's QPs were back to RTS (moving to RESET waits for their runs, so
 // the access that dropped the map last is done). Returns that round
 // (from 0); or -1, said, if a round failed or none grew the count in
-// kRounds (the trigger did not happen).
+// kRounds, or in @ms if not -1 (the trigger did not happen).
 inline int orphan_rounds(Pair &p, const std::function<ibv_mr *()> &reg,
-			 const std::function<long long()> &queued)
+			 const std::function<long long()> &queued,
+			 long ms = -1)
 {
+	auto end = std::chrono::steady_clock::now() +
+		   std::chrono::milliseconds(ms);
 	int round = 0;
 
-	for (; round < kRounds && !failures; round++) {
+	for (; round < kRounds && !failures &&
+	       (ms < 0 || std::chrono::steady_clock::now() < end);
+	     round++) {
 		ibv_mr *mr = reg();
 		CHECK(mr, "round %d: registering the MR: %s", round,
 		      strerror(errno));
@@ -165,8 +171,9 @@ inline int orphan_rounds(Pair &p, const std::function<ibv_mr *()> &reg,
 		if (queued() > before)
 			return round;
 	}
-	CHECK(failures, "no killed dereg of %d left its map to an access (no "
-	      "release queued): the trigger did not happen", round);
+	CHECK(failures, "no killed dereg of %d (in %ld ms at most; -1: no "
+	      "limit) left its map to an access (no release queued): the "
+	      "trigger did not happen", round, ms);
 	return -1;
 }
 

@@ -96,6 +96,23 @@
 //   dereg cannot be killed (SIGKILL is dequeued by then). Its QPs'
 //   destroy took its jobs off the queue: odp_ahead_held down by 2, no
 //   job retired, no page prefetched, then and once A's jobs all ran.
+// release_isolation: A's user's release work item waits in one release:
+//   A's ODP MR over the FUSE page is orphaned (a child's dereg, waiting
+//   for the access of A's SEND stalled in the fault, killed), A's threads
+//   keep A's mm invalidating (madvise(MADV_FREE) over an ODP range of
+//   A's), and once the read is answered the MR's release waits in
+//   mmu_interval_notifier_remove(), the premise, seen in the worker's
+//   stack. A pinned MR that A2, another process of A's uid, orphans
+//   (orphan.h) waits behind it: A2's VmPin stays up and the device
+//   counts its pages waiting (release_backlog_pages). V's orphaned MR is
+//   released at once (V's VmPin back). Once A's storm stops, every
+//   release runs and the backlog is 0. (Before engine-peruser-v5 A2's
+//   release ran at once.)
+// release_backlog_bound: the same with max_user_release_mb 1 (the test
+//   sets it, and back): A2's 1 MiB waiting is A's user's bound, and its
+//   next ibv_reg_mr fails with ENOMEM (release_backlog_refused +1), while
+//   V's succeeds; once released, A2 registers again. (Before
+//   engine-peruser-v6 it succeeded: nothing bounded what waits.)
 #include "check.h"
 #include "role.h"
 #include "stall.h"
@@ -377,7 +394,8 @@ private:
 	int was_ = -1;
 };
 
-// A test's world: the file system, V and A. Whatever happened, it ends by
+// A test's world: the file system, V and A (and A2, another process of
+// A's user, in release_*). Whatever happened, it ends by
 // answering the reads held (or, if the server does not, aborting its
 // connection), letting V and A end (each must, in time, with status 0)
 // and unmounting (which aborts the connection first, in case).
@@ -386,7 +404,7 @@ struct Scene {
 	const char *dev2;	// a second device, or nullptr
 	std::string dir;
 	StallFs fs;
-	Role v, a;
+	Role v, a, a2;
 	bool fuse_missing = false;
 	// the device's ODP counts before A's flood (a_flood_stalls())
 	long long flood_inval = -1, flood_faults = -1;
@@ -764,9 +782,10 @@ struct Scene {
 			fs.abort();
 		int va = v.pid > 0 ? role_end(v, limit_ms(kAfterS)) : 0;
 		int aa = a.pid > 0 ? role_end(a, limit_ms(kAfterS)) : 0;
-		CHECK(va == 0 && aa == 0, "V ended with %d, A with %d (-1: "
-		      "still running %ld s after the read was answered)", va, aa,
-		      kAfterS * time_scale());
+		int a2a = a2.pid > 0 ? role_end(a2, limit_ms(kAfterS)) : 0;
+		CHECK(va == 0 && aa == 0 && a2a == 0, "V ended with %d, A with "
+		      "%d, A2 with %d (-1: still running %ld s after the read "
+		      "was answered)", va, aa, a2a, kAfterS * time_scale());
 		CHECK(fs.unmount(), "unmounting StallFs, or its server's end");
 	}
 };
@@ -1276,6 +1295,318 @@ void ahead_queued(Scene &s, bool exits)
 		      "a deregistered or re-registered MR in: %s", ans);
 }
 
+// ---- release_isolation, release_backlog_bound ----
+
+// A release work item's function, and where an ODP range's release waits
+// while its owner's mm invalidates; the queue of the items.
+const char *const kReleaseFrame = "sroce_user_run_releases";
+const char *const kRemoveFrame = "mmu_interval_notifier_remove";
+const char *const kReleaseQueue = "sroce_release";
+const char *const kReleaseMb =
+	"/sys/module/sroce/parameters/max_user_release_mb";
+// How long A2's and V's rounds of a killed dereg may take (orphan.h),
+// each, unscaled: A's release waits in D state meanwhile, and the kernel's
+// hung-task detector reports a task in D state for 120 s.
+const long kRoundsS = 35;
+// The pinned memory of an orphaned MR of the orphaners' (1 MiB), in KiB.
+const long kOrphanKb = (1 << 20) / 1024;
+
+// The device's counts of releases (hw_counters): queued, the pages of
+// those still waiting in their user's list (a level), the MRs refused
+// for it; and kmem refusals, which must not count those.
+struct ReleaseCounts {
+	long long queued, backlog, refused, kmem_refused;
+
+	explicit ReleaseCounts(const char *dev)
+		: queued(port_counter(dev, "release_queued")),
+		  backlog(port_counter(dev, "release_backlog_pages")),
+		  refused(port_counter(dev, "release_backlog_refused")),
+		  kmem_refused(port_counter(dev, "kmem_refused"))
+	{
+	}
+
+	std::string str() const
+	{
+		return "release_queued " + std::to_string(queued) +
+		       ", release_backlog_pages " + std::to_string(backlog) +
+		       ", release_backlog_refused " + std::to_string(refused) +
+		       ", kmem_refused " + std::to_string(kmem_refused);
+	}
+};
+
+// A's release waits where A's invalidations hold it: how many kernel
+// threads in D state are in mmu_interval_notifier_remove() under a user's
+// release work item; one's stack in @one, and the queue of the item each
+// runs in @queues (sroce_release, for all).
+int releases_held(std::string *one, std::map<std::string, int> *queues)
+{
+	queues->clear();
+	return tasks::kthreads_in({ kReleaseFrame, kRemoveFrame }, one,
+				  queues);
+}
+
+bool release_held_alone(std::string *one)
+{
+	std::map<std::string, int> q;
+
+	return releases_held(one, &q) == 1 && q.count(kReleaseQueue);
+}
+
+// @who's VmPin, in KiB (-1: not said).
+long vmpin_of(Scene &s, Role &r, const char *who)
+{
+	char ans[kLine];
+	long kb = -1;
+
+	if (s.ask(r, who, "vmpin", ans, limit_ms(kSetupS)))
+		sscanf(ans, "vmpin %ld", &kb);
+	return kb;
+}
+
+// @who's rounds of a killed dereg until one orphaned its MR (orphan.h):
+// true if one did within kRoundsS.
+bool orphans(Scene &s, Role &r, const char *who)
+{
+	char ans[kLine];
+	int round = 0;
+	bool ok = s.ask(r, who, "orphan " + std::to_string(kRoundsS * 1000),
+			ans, kRoundsS * 1000 + limit_ms(kSetupS)) &&
+		  sscanf(ans, "orphaned %d", &round) == 1;
+
+	CHECK(ok, "%s's rounds of a killed dereg: '%s', expected one to "
+	      "orphan its MR within %ld s", who, ans, kRoundsS);
+	return ok;
+}
+
+// @who's "reg": ibv_reg_mr's errno (0: registered), or -1.
+int reg_errno(Scene &s, Role &r, const char *who)
+{
+	char ans[kLine];
+	int err = -1;
+
+	if (s.ask(r, who, "reg", ans, limit_ms(kSetupS)))
+		sscanf(ans, "reg %d", &err);
+	return err;
+}
+
+// The premise: A's ODP range's release waits in
+// mmu_interval_notifier_remove() on A's user's work item, A's mm kept
+// invalidating by A's storm. A's SEND of the FUSE page waits in the
+// fault, its access holding the MR's map; A's child's dereg of that MR
+// waits for it and is killed there; the storm starts; then the read is
+// answered, and the access's last put queues the release (release_queued
+// +1), which waits. Else said.
+bool a_release_held(Scene &s, const ReleaseCounts &c0)
+{
+	char ans[kLine];
+	std::string what, one;
+	int poster = 0, child = 0, status = -1;
+
+	if (!s.ask(s.a, "A", "post", ans, limit_ms(kSetupS)) ||
+	    sscanf(ans, "posting %d", &poster) != 1 || !s.read_held())
+		return false;
+	bool stalled = wait_until(limit_ms(kStallS), [&] {
+		return doorbell_stalled(poster, &what);
+	});
+	CHECK(stalled, "A's SEND's doorbell is not waiting in the fault: %s",
+	      what.c_str());
+	if (!stalled || !s.ask(s.a, "A", "dereg", ans, limit_ms(kSetupS)) ||
+	    sscanf(ans, "dereg %d", &child) != 1)
+		return false;
+	bool waits = wait_until(limit_ms(kStallS), [&] {
+		what = stack_of(child);
+		return what.find("sroce_dereg_mr") != std::string::npos;
+	});
+	CHECK(waits, "A's child's ibv_dereg_mr of the ODP MR does not wait for "
+	      "the access in the fault: %s", what.c_str());
+	if (!waits || !s.ask(s.a, "A", "kill", ans, limit_ms(kBoundS)))
+		return false;
+	sscanf(ans, "killed %d", &status);
+	ReleaseCounts c1(s.dev);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+	      c1.queued == c0.queued, "A's child, killed in its dereg: '%s' "
+	      "(a wait status), expected killed by SIGKILL; release_queued "
+	      "+%lld, expected +0 (the access in the fault holds the map)",
+	      ans, c1.queued - c0.queued);
+	if (failures || !s.ask(s.a, "A", "storm", ans,
+			       limit_ms(kSetupS) + 30000 * time_scale()))
+		return false;
+	s.fs.release();
+	ReleaseCounts c2 = c1;
+	bool held = wait_until(limit_ms(kStallS), [&] {
+		c2 = ReleaseCounts(s.dev);
+		return c2.queued > c0.queued && release_held_alone(&one);
+	});
+	std::map<std::string, int> queues;
+	int n = releases_held(&one, &queues);
+	CHECK(held && c2.queued == c0.queued + 1, "A's orphaned ODP MR, once "
+	      "the read was answered: release_queued +%lld (expected +1), "
+	      "and %d kernel threads in D state in %s under %s, running items "
+	      "of %s within %ld s (expected one, of %s: A's storm keeps its "
+	      "mm invalidating; none: the release ran through a gap in it, "
+	      "the trigger did not happen). One: %s. A's storm: '%s'. Kernel "
+	      "threads: %s", c2.queued - c0.queued, n, kRemoveFrame,
+	      kReleaseFrame, tasks::queues_str(queues).c_str(),
+	      kStallS * time_scale(), kReleaseQueue, one.c_str(), ans,
+	      tasks::kthread_census().c_str());
+	s.ask(s.a, "A", "posted " + std::to_string(limit_ms(kAfterS)), ans,
+	      limit_ms(kAfterS) + limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "posted 0 2 0 0"), "A's SEND of the FUSE page once "
+	      "the read was answered: '%s' (posted RET GOT BAD STRAY: "
+	      "expected posted, both completions, none failed, every byte "
+	      "the file's)", ans);
+	return held && !failures;
+}
+
+// Once A's storm is calm, A's release ends and those queued behind it
+// run: no thread waits in the removal, the device's backlog is back to
+// 0, A2's pinned memory back to @a2_pin0, every byte of its orphaned MR's
+// buffer its old one or written. Else said.
+void a_releases_drain(Scene &s, const ReleaseCounts &before, long a2_pin0)
+{
+	char ans[kLine];
+	std::string one;
+	std::map<std::string, int> queues;
+	ReleaseCounts c = before;
+	long pin = -1;
+	int n = 0;
+
+	if (!s.ask(s.a, "A", "calm", ans, limit_ms(kSetupS)))
+		return;
+	bool drained = wait_until(limit_ms(kAfterS), [&] {
+		c = ReleaseCounts(s.dev);
+		n = releases_held(&one, &queues);
+		pin = vmpin_of(s, s.a2, "A2");
+		return !n && c.backlog == 0 && pin == a2_pin0;
+	});
+	CHECK(drained && c.queued == before.queued, "%ld s after A's storm "
+	      "stopped: %d threads still in %s (one: %s), %s, A2's VmPin %ld "
+	      "kB; expected none, release_backlog_pages 0, no release "
+	      "queued since (%lld), VmPin %ld kB as before its orphan",
+	      kAfterS * time_scale(), n, kRemoveFrame, one.c_str(),
+	      c.str().c_str(), pin, before.queued, a2_pin0);
+	s.ask(s.a2, "A2", "bytes", ans, limit_ms(kSetupS));
+	CHECK(!strcmp(ans, "bytes 0"), "A2's orphaned MR's buffer, once "
+	      "released: '%s' (bytes neither old nor written)", ans);
+}
+
+// release_isolation: A's ODP release waits (a_release_held()); a pinned
+// MR that A2, another process of A's user, orphans then waits behind it,
+// its pages pinned and counted, while V's orphaned MR is released at once.
+// release_backlog_bound: max_user_release_mb 1 (one orphaned MR's pages):
+// with A2's orphan waiting, A's user's next ibv_reg_mr fails with ENOMEM
+// (release_backlog_refused +1, kmem_refused +0) and V's succeeds; once
+// A's storm stops the backlog drains and A2 registers again. Before
+// engine-peruser-v6 nothing counted or bounded the backlog: A2's
+// registration succeeded.
+void release_stall(Scene &s, bool bound)
+{
+	std::string file = s.fs.file(), one;
+	char ans[kLine];
+	unsigned id;
+	Setting mb(kReleaseMb, "sroce without max_user_release_mb");
+	const long long pages = (1 << 20) / sysconf(_SC_PAGESIZE);
+
+	if (bound && !mb.set(1))
+		return;
+	ReleaseCounts c0(s.dev);
+	CHECK(c0.queued >= 0 && c0.backlog == 0 && c0.refused >= 0 &&
+	      c0.kmem_refused >= 0, "before the test: %s (-1: no such "
+	      "counter); expected release_backlog_pages 0",
+	      c0.str().c_str());
+	if (failures ||
+	    !s.start(s.a, "A", [&](int fd) {
+		    return stall::attacker_release(fd, s.dev, file);
+	    }, &id) ||
+	    !s.start(s.a2, "A2", [&](int fd) {
+		    return stall::orphaner(fd, s.dev, true);
+	    }, &id) ||
+	    !s.start(s.v, "V", [&](int fd) {
+		    return stall::orphaner(fd, s.dev, false);
+	    }, &id) ||
+	    !a_release_held(s, c0))
+		return;
+	// A2's orphaned MR waits behind A's release: its pages stay pinned
+	// (A2's VmPin: it registered) and count in the backlog.
+	const long a2_pin0 = vmpin_of(s, s.a2, "A2");
+	if (!orphans(s, s.a2, "A2"))
+		return;
+	ReleaseCounts c1(s.dev);
+	usleep(limit_ms(kQuietS) * 1000);
+	ReleaseCounts c2(s.dev);
+	long a2_pin = vmpin_of(s, s.a2, "A2");
+	CHECK(c1.queued == c0.queued + 2 && c1.backlog == pages &&
+	      c2.backlog == pages && a2_pin == a2_pin0 + kOrphanKb &&
+	      release_held_alone(&one), "A2's orphaned MR behind A's waiting "
+	      "release: %s, then %ld s later %s; A2's VmPin %ld kB, %ld before "
+	      "its orphan; A's release %s; expected release_queued +2, "
+	      "release_backlog_pages %lld both times, VmPin +%ld kB, A's "
+	      "release still waiting (one: %s)", c1.str().c_str(),
+	      kQuietS * time_scale(), c2.str().c_str(), a2_pin, a2_pin0,
+	      release_held_alone(&one) ? "still waiting" : "gone", pages,
+	      kOrphanKb, one.c_str());
+	if (!bound) {
+		// V's orphaned MR is released at once, beside A's.
+		const long v_pin0 = vmpin_of(s, s.v, "V");
+		if (!orphans(s, s.v, "V"))
+			return;
+		ReleaseCounts c3 = c2;
+		long v_pin = -1;
+		bool released = wait_until(limit_ms(kRecvS), [&] {
+			c3 = ReleaseCounts(s.dev);
+			v_pin = vmpin_of(s, s.v, "V");
+			return v_pin == v_pin0;
+		});
+		CHECK(released && c3.queued == c0.queued + 3 &&
+		      c3.backlog == pages, "V's orphaned MR, while A's release "
+		      "waits: V's VmPin %ld kB within %ld s, %ld before; %s; "
+		      "expected VmPin back, release_queued +3, "
+		      "release_backlog_pages %lld (A2's alone)", v_pin,
+		      kRecvS * time_scale(), v_pin0, c3.str().c_str(), pages);
+		s.ask(s.v, "V", "bytes", ans, limit_ms(kSetupS));
+		CHECK(!strcmp(ans, "bytes 0"), "V's orphaned MR's buffer: '%s' "
+		      "(bytes neither old nor written)", ans);
+		a2_pin = vmpin_of(s, s.a2, "A2");
+		CHECK(a2_pin == a2_pin0 + kOrphanKb && release_held_alone(&one),
+		      "once V's release ran: A2's VmPin %ld kB, A's release %s; "
+		      "expected %ld kB, still waiting (one: %s)", a2_pin,
+		      release_held_alone(&one) ? "waits" : "gone",
+		      a2_pin0 + kOrphanKb, one.c_str());
+		// Under the bound (a quarter of RAM), A's user registers.
+		int err = reg_errno(s, s.a2, "A2");
+		CHECK(err == 0, "A2's ibv_reg_mr under the bound: %s",
+		      err < 0 ? "not said" : strerror(err));
+	} else {
+		// At the bound, A's user's next registration is refused, V's
+		// is not.
+		int a_err = reg_errno(s, s.a2, "A2");
+		ReleaseCounts c3(s.dev);
+		int v_err = reg_errno(s, s.v, "V");
+		ReleaseCounts c4(s.dev);
+		CHECK(a_err == ENOMEM && c3.refused == c0.refused + 1 &&
+		      c3.kmem_refused == c0.kmem_refused, "A2's ibv_reg_mr "
+		      "with its user's waiting releases at the bound (%lld "
+		      "pages): %s, %s; expected ENOMEM, release_backlog_refused "
+		      "+1, kmem_refused +0", pages,
+		      a_err < 0 ? "not said" : strerror(a_err),
+		      c3.str().c_str());
+		CHECK(v_err == 0 && c4.refused == c3.refused, "V's ibv_reg_mr "
+		      "while A's user is at its bound: %s, "
+		      "release_backlog_refused +%lld; expected it registered, "
+		      "+0", v_err < 0 ? "not said" : strerror(v_err),
+		      c4.refused - c3.refused);
+	}
+	a_releases_drain(s, ReleaseCounts(s.dev), a2_pin0);
+	if (bound) {
+		ReleaseCounts c5(s.dev);
+		int err = reg_errno(s, s.a2, "A2");
+		CHECK(err == 0 && ReleaseCounts(s.dev).refused == c5.refused,
+		      "A2's ibv_reg_mr once its user's releases ran: %s; "
+		      "expected it registered",
+		      err < 0 ? "not said" : strerror(err));
+	}
+}
+
 struct Test {
 	const char *name;
 	void (*fn)(Scene &);
@@ -1290,6 +1621,8 @@ const Test tests[] = {
 	{ "odp_ahead_bound", ahead_user_bound },
 	{ "dereg_odp_ahead_queued", [](Scene &s) { ahead_queued(s, false); } },
 	{ "exit_odp_ahead_queued", [](Scene &s) { ahead_queued(s, true); } },
+	{ "release_isolation", [](Scene &s) { release_stall(s, false); } },
+	{ "release_backlog_bound", [](Scene &s) { release_stall(s, true); } },
 };
 
 } // namespace

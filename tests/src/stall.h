@@ -21,5 +21,7 @@ int attacker_flood(int fd, const char *dev, const std::string &file, int n,
 		   const char *dev2 = nullptr);
 int victim_ahead(int fd, const char *dev);
 int attacker_ahead(int fd, const char *dev, const std::string &file, int n);
+int attacker_release(int fd, const char *dev, const std::string &file);
+int orphaner(int fd, const char *dev, bool nobody);
 
 } // namespace stall

@@ -6,14 +6,20 @@
 #include "stall.h"
 
 #include "check.h"
+#include "orphan.h"
 #include "role.h"
 #include "stallfs.h"
+#include "xfer.h"
 
+#include <atomic>
 #include <fcntl.h>
 #include <grp.h>
 #include <map>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <thread>
 #include <vector>
 
 namespace stall {
@@ -954,6 +960,363 @@ int attacker_ahead(int fd, const char *devname, const std::string &file,
 	});
 	st.teardown(mr);
 	munmap(mem, kStreamMr);
+	return failures ? 1 : 0;
+}
+
+namespace {
+
+// release_*'s A: the bytes of the SEND from the FUSE page; A's anonymous
+// memory its storm invalidates, the part of it an ODP MR covers (one
+// chunk at most: an ODP range of more is reached through children, each
+// with its own MMU notifier, made only as accesses need them), and the
+// storm's threads.
+const uint32_t kPage = 1024;
+const size_t kStormLen = 64 << 20;
+const size_t kStormMr = 1 << 20;
+const int kStormThreads = 8;
+
+// A's parts for release_*, each set up before any stall (see
+// attacker_release()).
+struct ReleaseStall {
+	Dev d;
+	Odp m;
+	ibv_qp *qp1 = nullptr, *qp2 = nullptr;
+	uint8_t *buf = nullptr;
+	ibv_mr *buf_mr = nullptr;
+	uint8_t *storm = nullptr;
+	ibv_mr *storm_mr = nullptr;
+	pid_t child = -1;
+	int go = -1;	// the child's command: a byte, and it deregisters
+	bool told = false;	// the ODP MR is the child's to deregister
+	// The storm's threads: 0, wait; 1, invalidate; 2, end (all threads).
+	std::atomic<int> phase{ 0 };
+	std::atomic<bool> post_now{ false }, posted{ false };
+	std::atomic<int> post_ret{ -1 };
+	std::atomic<pid_t> poster{ 0 };
+	std::atomic<long> calls[kStormThreads] = {};
+	std::atomic<int> storm_err{ 0 };	// a call's errno, the first
+	std::vector<std::thread> threads;
+
+	bool setup(const char *devname, const std::string &file)
+	{
+		int pipefd[2];
+
+		// No huge page makes a storm's call short, and khugepaged,
+		// which write-locks the mmap lock, leaves A alone.
+		CHECK(!prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0),
+		      "PR_SET_THP_DISABLE: %s", strerror(errno));
+		if (!become_nobody() || !d.open(devname, 16) ||
+		    !odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_SEND) ||
+		    !m.reg(d, file, false))
+			return false;
+		buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
+		buf_mr = buf ? ibv_reg_mr(d.pd, buf, 4096,
+					  IBV_ACCESS_LOCAL_WRITE) : nullptr;
+		CHECK(buf_mr, "A's receive buffer's MR: %s", strerror(errno));
+		qp1 = buf_mr ? make_qp(d, IBV_QPT_RC, 4, 0) : nullptr;
+		qp2 = qp1 ? make_qp(d, IBV_QPT_RC, 4, 0) : nullptr;
+		if (!qp2 || !rc_connect(d.ctx, qp1, qp2->qp_num) ||
+		    !rc_connect(d.ctx, qp2, qp1->qp_num) ||
+		    !post_recv(qp2, buf, kPage, buf_mr->lkey))
+			return false;
+		// The child, now: a fork write-locks A's mmap lock.
+		if (pipe2(pipefd, O_CLOEXEC)) {
+			CHECK(false, "pipe: %s", strerror(errno));
+			return false;
+		}
+		child = fork();
+		if (child == 0) {
+			char c;
+
+			close(pipefd[1]);
+			close(3);	// the test's socket is A's
+			if (read(pipefd[0], &c, 1) != 1)
+				_exit(3);
+			_exit(ibv_dereg_mr(m.mr) ? 1 : 0);
+		}
+		close(pipefd[0]);
+		go = pipefd[1];
+		CHECK(child > 0, "fork: %s", strerror(errno));
+		return child > 0 && make_storm();
+	}
+
+	// The storm's memory, present, with an ODP MR over its start; the
+	// threads, waiting.
+	bool make_storm()
+	{
+		void *mem = mmap(nullptr, kStormLen, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		CHECK(mem != MAP_FAILED, "mmap: %s", strerror(errno));
+		if (mem == MAP_FAILED)
+			return false;
+		storm = static_cast<uint8_t *>(mem);
+		memset(storm, 1, kStormLen);
+		storm_mr = ibv_reg_mr(d.pd, storm, kStormMr,
+				      IBV_ACCESS_ON_DEMAND |
+					      IBV_ACCESS_LOCAL_WRITE);
+		CHECK(storm_mr, "A's ODP MR over its storm's memory: %s",
+		      strerror(errno));
+		if (!storm_mr)
+			return false;
+		threads.emplace_back([this] { post(); });
+		for (int i = 0; i < kStormThreads; i++)
+			threads.emplace_back([this, i] { invalidate(i); });
+		return wait_for([this] { return poster.load() > 0; },
+				10000 * time_scale());
+	}
+
+	// The poster: when told, one SEND of the FUSE page's first kPage
+	// bytes, qp1 to qp2; its doorbell faults on the page.
+	void post()
+	{
+		poster = pid_t(gettid());
+		while (!post_now && phase != 2)
+			usleep(1000);
+		if (phase == 2)
+			return;
+		ibv_sge sge = { uintptr_t(m.map), kPage, m.mr->lkey };
+		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1), *bad;
+		post_ret = ibv_post_send(qp1, &wr, &bad);
+		posted = true;
+	}
+
+	// A storm's thread: when told, madvise(MADV_FREE) over all of the
+	// storm's memory, again and again, each call an invalidation of A's
+	// mm over the ODP MR's range (the pages stay, lazily freed). At the
+	// lowest priority (SCHED_IDLE): it is preempted, mostly inside a
+	// call, and the other tests' work goes first.
+	void invalidate(int i)
+	{
+		sched_param sp{};
+
+		CHECK(!pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp),
+		      "SCHED_IDLE for the storm");
+		while (phase != 2) {
+			if (phase != 1) {
+				usleep(1000);
+				continue;
+			}
+			if (madvise(storm, kStormLen, MADV_FREE) && !storm_err)
+				storm_err = errno;
+			calls[i]++;
+		}
+	}
+
+	long storm_calls(long *fewest)
+	{
+		long n = 0;
+
+		*fewest = calls[0];
+		for (const std::atomic<long> &c : calls) {
+			n += c;
+			*fewest = std::min(*fewest, c.load());
+		}
+		return n;
+	}
+
+	// Whether @done() within @ms (polled every ms, allocating nothing).
+	template <class F> static bool wait_for(F done, long ms)
+	{
+		for (long end = now_ms() + ms; !done(); usleep(1000))
+			if (now_ms() >= end)
+				return false;
+		return true;
+	}
+
+	// "posted MS": within @ms the poster's return, the completions of
+	// the SEND and its receive (how many, how many failed) and the bytes
+	// of the receive that are not the file's.
+	void report_posted(int fd, long ms)
+	{
+		int bad = 0, got = 0;
+		size_t stray = 0;
+
+		if (wait_for([this] { return posted.load(); }, ms))
+			got = poll_some(d.cq, 2, ms, 0, &bad);
+		for (uint32_t i = 0; i < kPage; i++)
+			stray += buf[i] != StallFs::byte_at(i);
+		say(fd, "posted %d %d %d %zu", post_ret.load(), got, bad, stray);
+	}
+
+	void teardown()
+	{
+		phase = 2;
+		for (std::thread &t : threads)
+			t.join();
+		if (child > 0) {
+			kill(child, SIGKILL);
+			waitpid(child, nullptr, 0);
+		}
+		if (go >= 0)
+			close(go);
+		for (ibv_qp *qp : { qp1, qp2 })
+			if (qp)
+				CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
+		if (buf_mr)
+			CHECK(ibv_dereg_mr(buf_mr) == 0, "A: dereg MR");
+		if (storm_mr)
+			CHECK(ibv_dereg_mr(storm_mr) == 0, "A: dereg ODP MR");
+		free(buf);
+		if (storm)
+			munmap(storm, kStormLen);
+		// Its MR went with the child's dereg (killed or not).
+		if (told)
+			m.mr = nullptr;
+		m.dereg();
+		d.close();
+	}
+};
+
+} // namespace
+
+// A for release_*, nobody: makes one release of its own wait, and with it
+// A's user's release work item. An ODP MR over the FUSE file; two RC QPs
+// of A's connected to each other, the second with a receive into pinned
+// memory; a thread that, told, posts a SEND of the FUSE page from the
+// first (its doorbell waits in the fault, the read held, and its access
+// holds the MR's map); a child, forked before any stall (a fork
+// write-locks A's mmap lock, which the stalled fault holds for reading),
+// that deregisters the ODP MR when told (its dereg waits for that access;
+// killed there, it orphans the map, and the access's last put queues the
+// ODP range's release once the read is answered); and kStormThreads
+// threads that, told, call madvise(MADV_FREE) over 64 MiB of A's present
+// anonymous memory, the first 1 MiB of it an ODP MR of A's, without end:
+// with several calls at once, each an invalidation over an ODP range,
+// A's mm never stops invalidating, and the release's removal of its MMU
+// notifier (ib_umem_odp_release(), mmu_interval_notifier_remove()) waits
+// until they stop, as DESIGN's premise of an owner that keeps its mm
+// invalidating. Nothing allocates once set up: a task that wanted A's
+// mmap lock for writing would wait behind the stalled fault, and the
+// storm's calls, which take it for reading, behind that task. "post":
+// posting TID (the poster's thread); "dereg": dereg PID (the child, told
+// to deregister); "kill": killed STATUS (its wait status); "storm":
+// storming CALLS ERRNO, once each thread made two calls (ERRNO: the
+// first that failed, if one did; then it is an error); "calm": calm
+// CALLS, the storm stopped; "posted MS": posted RET GOT BAD STRAY, as
+// report_posted() says.
+int attacker_release(int fd, const char *devname, const std::string &file)
+{
+	ReleaseStall r;
+
+	if (!r.setup(devname, file)) {
+		say(fd, "error setting up the attacker");
+		r.teardown();
+		return 1;
+	}
+	say(fd, "ready %d", int(r.child));
+	commands(fd, [&](const char *cmd) {
+		unsigned ms;
+		long fewest;
+		int status = -1;
+
+		if (!strcmp(cmd, "post")) {
+			r.post_now = true;
+			say(fd, "posting %d", int(r.poster));
+		} else if (!strcmp(cmd, "dereg")) {
+			r.told = write(r.go, "g", 1) == 1;
+			say(fd, r.told ? "dereg %d" : "error dereg %d",
+			    int(r.child));
+		} else if (!strcmp(cmd, "kill")) {
+			// Never kill(-1): the child, once.
+			if (r.child > 0 && !kill(r.child, SIGKILL) &&
+			    waitpid(r.child, &status, 0) == r.child)
+				r.child = -1;
+			say(fd, r.child < 0 ? "killed %d" : "error killed %d",
+			    status);
+		} else if (!strcmp(cmd, "storm")) {
+			r.phase = 1;
+			bool on = ReleaseStall::wait_for([&] {
+				r.storm_calls(&fewest);
+				return fewest >= 2;
+			}, 30000 * time_scale());
+			on = on && !r.storm_err;
+			say(fd, on ? "storming %ld %d" : "error storming %ld %d",
+			    r.storm_calls(&fewest), r.storm_err.load());
+		} else if (!strcmp(cmd, "calm")) {
+			r.phase = 0;
+			say(fd, "calm %ld", r.storm_calls(&fewest));
+		} else if (sscanf(cmd, "posted %u", &ms) == 1) {
+			r.report_posted(fd, ms);
+		}
+	});
+	r.teardown();
+	return failures ? 1 : 0;
+}
+
+// A2 (nobody, as A: one user) and V (root) for release_*: each orphans a
+// pinned MR of its own (orphan.h): a pair of QPs of its own (MTU 4096),
+// rounds of an MR of 1 MiB over its own buffer, a's stream of WRITEs
+// into it and a forked child's dereg of it killed as it starts, until the
+// device counts a release queued (release_queued, which any user may
+// read). "orphan MS": orphaned ROUND, or error, rounds for @ms at most;
+// "vmpin": vmpin KB, its pinned memory (its process's: it registered);
+// "reg": reg ERRNO, a new MR over 64 KiB of its memory (0: registered,
+// then deregistered); "bytes": bytes N, the bytes of the orphaned MR's
+// buffer that are neither its old one nor what the stream wrote there.
+int orphaner(int fd, const char *devname, bool nobody)
+{
+	using namespace xfer::orphan;
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	// Room to pin the pair's buffers and the MRs (RLIMIT_MEMLOCK binds
+	// a user without CAP_IPC_LOCK), raised while root.
+	const rlimit lock = { 64 << 20, 64 << 20 };
+	xfer::Pair p;
+	xfer::Buf target(kLen), extra(kChunk);
+
+	p.mtu = IBV_MTU_4096;
+	CHECK(!setrlimit(RLIMIT_MEMLOCK, &lock), "RLIMIT_MEMLOCK: %s",
+	      strerror(errno));
+	if ((nobody && !become_nobody()) ||
+	    !(p.ctx = open_device(devname)) || !xfer::setup(p) ||
+	    xfer::port_counter(p, "release_queued") < 0) {
+		CHECK(!p.ctx || xfer::port_counter(p, "release_queued") >= 0,
+		      "%s counts no release_queued", devname);
+		say(fd, "error setting up the orphaner");
+		if (p.ctx) {
+			xfer::teardown(p);
+			ibv_close_device(p.ctx);
+		}
+		return 1;
+	}
+	memset(target.data(), 0x11, kLen);
+	xfer::fill(p.a, 0, kChunk, 0x7e);
+	say(fd, "ready %d", int(getpid()));
+	commands(fd, [&](const char *cmd) {
+		unsigned ms;
+
+		if (sscanf(cmd, "orphan %u", &ms) == 1) {
+			int round = orphan_rounds(
+				p,
+				[&] {
+					return ibv_reg_mr_iova(p.b.pd,
+							       target.data(),
+							       kLen, kIova,
+							       access);
+				},
+				[&] {
+					return xfer::port_counter(
+						p, "release_queued");
+				},
+				ms);
+			say(fd, round < 0 ? "error no orphan" : "orphaned %d",
+			    round + 1);
+		} else if (!strcmp(cmd, "vmpin")) {
+			say(fd, "vmpin %ld",
+			    xfer::proc_kb("/proc/self/status", "VmPin:"));
+		} else if (!strcmp(cmd, "reg")) {
+			ibv_mr *mr = ibv_reg_mr(p.b.pd, extra.data(), kChunk,
+						access);
+			int err = mr ? 0 : errno;
+			if (mr)
+				CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
+			say(fd, "reg %d", err);
+		} else if (!strcmp(cmd, "bytes")) {
+			say(fd, "bytes %zu", stray_bytes(target, 0x11, p.a));
+		}
+	});
+	xfer::teardown(p);
+	ibv_close_device(p.ctx);
 	return failures ? 1 : 0;
 }
 
