@@ -93,8 +93,8 @@ enum sroce_counter {
 	SROCE_CNT_KMEM_REFUSED,		/* memory refused past a bound */
 	/*
 	 * Releases of objects (orphaned pins) queued on their users' work
-	 * items; the pages those still waiting there hold (a level); new MRs
-	 * refused as their user's waiting releases held its bound
+	 * items; the pages those still waiting there or running hold (a
+	 * level); new MRs refused as their user's releases held its bound
 	 * (max_user_release_mb, sroce_kmem.c)
 	 */
 	SROCE_CNT_RELEASE_QUEUED,

@@ -42,15 +42,16 @@
  * as the user likes (an orphaned pin's, sroce_pin_put_async()), in turn,
  * by one work item of its own: sroce_kmem_release_queue(). A user that
  * stalls one of its releases holds one worker and its own later releases,
- * never another user's. What the releases waiting behind it hold (pinned
- * pages, a dma-buf: memory in no process's RSS, where the OOM killer does
- * not look) is bounded per user, max_user_release_mb (a module parameter,
- * changeable at any time; 0 is a quarter of RAM): a user whose waiting
- * releases hold that much gets no new MR of user memory, ENOMEM, until
- * they ran (sroce_kmem_release_room()), so that one stalled release cannot
- * have an unbounded backlog piled up behind it. Each device counts its
- * objects' releases queued ("release_queued"), the pages of those still
- * waiting ("release_backlog_pages") and the registrations refused
+ * never another user's. What the stalled release and those waiting
+ * behind it hold (pinned pages, a dma-buf: memory in no process's RSS,
+ * where the OOM killer does not look) is bounded per user,
+ * max_user_release_mb (a module parameter, changeable at any time; 0 is a
+ * quarter of RAM): a user whose releases waiting or running hold that
+ * much gets no new MR of user memory, ENOMEM, until they ran
+ * (sroce_kmem_release_room()), so that one stalled release cannot have an
+ * unbounded backlog piled up behind it. Each device counts its objects'
+ * releases queued ("release_queued"), the pages of those still waiting or
+ * running ("release_backlog_pages") and the registrations refused
  * ("release_backlog_refused").
  *
  * Lock order: sroce_users_lock, a device's kmem_lock and a user's lock
@@ -94,7 +95,7 @@ MODULE_PARM_DESC(max_user_kmem_mb,
 static unsigned int max_user_release_mb;
 module_param(max_user_release_mb, uint, 0644);
 MODULE_PARM_DESC(max_user_release_mb,
-		 "Memory (MiB) one user's objects whose releases wait in its queue may hold, on all devices together: pinned pages, dma-bufs; at it the user's new MRs are refused (0: a quarter of RAM)");
+		 "Memory (MiB) one user's objects whose releases wait in its queue or run may hold, on all devices together: pinned pages, dma-bufs; at it the user's new MRs are refused (0: a quarter of RAM)");
 
 /**
  * struct sroce_user - what one user holds on every device
@@ -114,8 +115,9 @@ MODULE_PARM_DESC(max_user_release_mb,
  *                under it)
  * @releases: the releases of the user's objects that wait for
  *            @release_work, oldest first (struct sroce_kmem_release)
- * @release_pages: the pages the objects of @releases hold, the sum of
- *                 their struct sroce_kmem_release.pages; at
+ * @release_pages: the pages the objects of @releases hold, and the object
+ *                 whose release @release_work runs until it ended: the
+ *                 sum of their struct sroce_kmem_release.pages; at
  *                 max_user_release_mb the user gets no new MR
  *                 (sroce_kmem_release_room())
  * @releasing: @release_work is queued or running; it then holds a
@@ -273,13 +275,33 @@ static void sroce_user_put(struct sroce_user *user)
 }
 
 /*
+ * Run one release that @user's work item took off the list. Its pages
+ * stay in the user's count and its device's until it ended, so that one
+ * that stalls is counted while it does (sroce_kmem_release_room()); then
+ * they leave both, and the device reference the release held goes last:
+ * after it only this work item runs the module's code, which
+ * sroce_kmem_exit() waits for. @rel->fn frees @rel.
+ */
+static void sroce_user_run_release(struct sroce_user *user,
+				   struct sroce_kmem_release *rel)
+{
+	struct sroce_dev *sdev = rel->sdev;
+	unsigned long pages = rel->pages, flags;
+
+	rel->fn(rel);
+	spin_lock_irqsave(&user->release_lock, flags);
+	user->release_pages -= pages;
+	spin_unlock_irqrestore(&user->release_lock, flags);
+	sroce_count_sub(sdev, SROCE_CNT_RELEASE_BACKLOG_PAGES, pages);
+	ib_device_put(&sdev->ibdev);
+}
+
+/*
  * Run @user's releases, oldest first, until none is left, then give back
  * the reference its queueing took: the last one frees the record, and
  * this work item with it (nothing touches it after; the workqueue does
  * not once this function has returned). A release queued meanwhile, once
  * @releasing is false, queues the item again, with a reference of its own.
- * A release's pages leave the user's count and its device's as it leaves
- * the list (its device is held until it ran).
  */
 static void sroce_user_run_releases(struct work_struct *work)
 {
@@ -293,19 +315,14 @@ static void sroce_user_run_releases(struct work_struct *work)
 		rel = list_first_entry_or_null(&user->releases,
 					       struct sroce_kmem_release,
 					       entry);
-		if (rel) {
+		if (rel)
 			list_del(&rel->entry);
-			user->release_pages -= rel->pages;
-			sroce_count_sub(rel->sdev,
-					SROCE_CNT_RELEASE_BACKLOG_PAGES,
-					rel->pages);
-		} else {
+		else
 			user->releasing = false;
-		}
 		spin_unlock_irqrestore(&user->release_lock, flags);
 		if (!rel)
 			break;
-		rel->fn(rel);
+		sroce_user_run_release(user, rel);
 		cond_resched();
 	}
 	sroce_user_put(user);
@@ -314,7 +331,9 @@ static void sroce_user_run_releases(struct work_struct *work)
 /**
  * sroce_kmem_release_queue - have a user's object released by the user's
  *                            own work item, after its earlier releases
- * @sdev: the object's device, held by the object until its release
+ * @sdev: the object's device; the caller's reference to it
+ *        (ib_device_try_get()) is the release's, which the work item
+ *        gives back once the release ran
  * @ku: the object's user, held by the object until its release, or NULL
  *      for a kernel consumer's object
  * @rel: the release, in the object; @rel->fn and @rel->pages set
@@ -324,9 +343,9 @@ static void sroce_user_run_releases(struct work_struct *work)
  * releases run one after the other, so that one stalled holds one worker,
  * and the user's own later releases, never another user's. The record
  * outlives them (the work item holds it while it has releases to run).
- * Until the item takes it off the list, @rel->pages count in the user's
- * backlog (sroce_kmem_release_room()) and in @sdev's
- * release_backlog_pages. Any context.
+ * Until @rel->fn has returned (waiting in the list, then running),
+ * @rel->pages count in the user's backlog (sroce_kmem_release_room()) and
+ * in @sdev's release_backlog_pages. Any context.
  */
 void sroce_kmem_release_queue(struct sroce_dev *sdev,
 			      struct sroce_kmem_user *ku,
@@ -369,13 +388,14 @@ static u64 sroce_kmem_bound(unsigned int mb, unsigned int ram_shift)
  * @sdev: the device the object would be on
  * @ku: the user, or NULL for a kernel consumer, never refused
  *
- * Not while the releases of the user's objects that wait in its list hold
- * max_user_release_mb, on every device together: one release the user
- * stalls holds all of its later ones (sroce_kmem_release_queue()), and
- * their memory is in no process's RSS while they wait, so the OOM killer
- * does not see it. The user cannot add to that backlog but through pins
- * it made before it reached the bound, each of which its processes' own
- * limits bound (RLIMIT_MEMLOCK). Any context.
+ * Not while the releases of the user's objects that wait in its list, and
+ * the one its work item runs, hold max_user_release_mb, on every device
+ * together: one release the user stalls holds all of its later ones
+ * (sroce_kmem_release_queue()), and their memory is in no process's RSS
+ * while they wait, so the OOM killer does not see it. The user cannot add
+ * to that backlog but through pins it made before it reached the bound,
+ * each of which its processes' own limits bound (RLIMIT_MEMLOCK). Any
+ * context.
  * Return: 0, or -ENOMEM (counted in release_backlog_refused), as for a
  * pin past RLIMIT_MEMLOCK or past max_user_kmem_mb.
  */
@@ -393,7 +413,7 @@ int sroce_kmem_release_room(struct sroce_dev *sdev, struct sroce_kmem_user *ku)
 	if (pages < bound)
 		return 0;
 	sroce_count(sdev, SROCE_CNT_RELEASE_BACKLOG_REFUSED);
-	sroce_dbg_dev(sdev, "uid %u's MR refused: releases waiting hold %lu pages of %llu\n",
+	sroce_dbg_dev(sdev, "uid %u's MR refused: its releases hold %lu pages of %llu\n",
 		      from_kuid(&init_user_ns, ku->user->uid), pages, bound);
 	return -ENOMEM;
 }

@@ -68,9 +68,10 @@ void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
  *      after the user's earlier releases, with no lock of sroce's held
  * @pages: the pages of memory the object holds until it is released
  *         (pinned pages, a dma-buf's), counted against its user's
- *         max_user_release_mb while the release waits in the list
- * @sdev: the object's device, held by the object until @fn ends
- *        (sroce_kmem_release_queue() sets it)
+ *         max_user_release_mb while the release waits in the list and
+ *         while @fn runs
+ * @sdev: the object's device, held for the release until @fn ended
+ *        (sroce_kmem_release_queue() sets it; the work item puts it)
  */
 struct sroce_kmem_release {
 	struct list_head entry;

@@ -39,7 +39,8 @@ static struct sroce_mr *to_smr(struct ib_mr *ibmr)
  *
  * Every pin of user memory starts here (pinned, ODP, a dma-buf's), and so
  * every registration and re-registration that makes one: refused while
- * the releases of the user's pins that wait in its queue hold its bound
+ * the releases of the user's pins that wait in its queue or run hold its
+ * bound
  * (sroce_kmem_release_room()), since each new pin may join them. The
  * caller fills the pin in, and frees it on failure with sroce_kmem_end()
  * and kfree(). Process context.
@@ -118,26 +119,21 @@ void sroce_pin_put(struct sroce_pin *pin)
 
 /*
  * Release a pin whose last reference went where nothing may wait, on its
- * user's work item; the pin's device, held, is given back last: after it
- * only the work item's return runs the module's code, which
- * sroce_kmem_exit() waits for.
+ * user's work item; the work item gives the pin's device, held, back
+ * after it (sroce_kmem_release_queue()).
  */
 static void sroce_pin_release_work(struct sroce_kmem_release *rel)
 {
-	struct sroce_pin *pin = container_of(rel, struct sroce_pin, release);
-	struct ib_device *ibdev = pin->ibdev;
-
-	sroce_pin_free(pin);
-	ib_device_put(ibdev);
+	sroce_pin_free(container_of(rel, struct sroce_pin, release));
 }
 
 /*
  * The last reference of a pin went: queue its release on its user's work
- * item, holding the device (whose unregistration waits for it), or
- * release it here if the device is being unregistered (then no QP runs to
- * be held up). What it holds until then counts in its user's backlog: its
- * pinned pages, or the pages of its dma-buf (all of the buffer's, which
- * the pin holds); an ODP range pins none.
+ * item, holding the device (whose unregistration waits for it) until it
+ * ran, or release it here if the device is being unregistered (then no QP
+ * runs to be held up). What it holds until then counts in its user's
+ * backlog: its pinned pages, or the pages of its dma-buf (all of the
+ * buffer's, which the pin holds); an ODP range pins none.
  */
 static void sroce_pin_release_async(struct kref *ref)
 {
