@@ -174,6 +174,10 @@ struct sroce_odp_later {
  * @npages: entries of @pages (a dma-buf: the pages of its kernel mapping,
  *          which is of the whole buffer)
  * @pages: every page of the range, in order (NULL for ODP and dma-buf)
+ * @held: a pinned range's pages of memory held: all of each folio a page
+ *        of @pages is in (a transparent huge page's 512, a hugetlb page's
+ *        512 or 262144), which no part of is freed while one of its pages
+ *        is pinned; fixed when the range is pinned (sroce_pin_fill())
  * @faults: ODP: pages the data path faulted in (an access found its page
  *          missing, or not writable for a write)
  * @invalidated: ODP: mapped pages the MMU notifier took away
@@ -212,6 +216,7 @@ struct sroce_pin {
 	unsigned int offset;
 	unsigned long npages;
 	struct page **pages;
+	unsigned long held;
 	atomic64_t faults;
 	atomic64_t invalidated;
 	atomic64_t prefetched;

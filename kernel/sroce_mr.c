@@ -132,8 +132,9 @@ static void sroce_pin_release_work(struct sroce_kmem_release *rel)
  * item, holding the device (whose unregistration waits for it) until it
  * ran, or release it here if the device is being unregistered (then no QP
  * runs to be held up). What it holds until then counts in its user's
- * backlog: its pinned pages, or the pages of its dma-buf (all of the
- * buffer's, which the pin holds); an ODP range pins none.
+ * backlog: the whole folios its pinned pages are in, or the pages of its
+ * dma-buf (all of the buffer's, which the pin holds); an ODP range pins
+ * none.
  */
 static void sroce_pin_release_async(struct kref *ref)
 {
@@ -144,7 +145,8 @@ static void sroce_pin_release_async(struct kref *ref)
 		return;
 	}
 	pin->release.fn = sroce_pin_release_work;
-	pin->release.pages = pin->odp ? 0 : pin->npages;
+	pin->release.pages = pin->odp ? 0 :
+			     pin->dmabuf ? pin->npages : pin->held;
 	sroce_kmem_release_queue(to_sdev(pin->ibdev), pin->kmem.ku,
 				 &pin->release);
 }
@@ -175,6 +177,34 @@ void sroce_pin_put_async(struct sroce_pin *pin)
 }
 
 /*
+ * Fill a pinned range's page array from its umem, and count in @pin->held
+ * the memory the pin holds: all of each folio a pinned page is in, since
+ * no page of a folio is freed, nor the folio split, while one of its pages
+ * is pinned. A 4 KiB MR over a transparent huge page holds its 2 MiB. A
+ * folio's pages come one after the other, so each folio counts once; one
+ * seen again after another counts again (more than is held, never less).
+ * What a pinned range holds does not change while it is pinned.
+ */
+static void sroce_pin_fill(struct sroce_pin *pin)
+{
+	struct folio *last = NULL;
+	struct sg_page_iter it;
+	unsigned long i = 0;
+
+	for_each_sgtable_page(&pin->umem->sgt_append.sgt, &it, 0) {
+		struct page *page = sg_page_iter_page(&it);
+
+		if (WARN_ON_ONCE(i >= pin->npages))
+			break;
+		pin->pages[i++] = page;
+		if (page_folio(page) != last) {
+			last = page_folio(page);
+			pin->held += folio_nr_pages(last);
+		}
+	}
+}
+
+/*
  * Pin [start, start + length), writable if @access needs it: pages pinned
  * for reading only (perhaps the shared zero page, or pages still to be
  * copied on write) are never written through the MR. With
@@ -188,8 +218,6 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 				       struct sroce_kmem_user *ku)
 {
 	struct sroce_pin *pin;
-	struct sg_page_iter it;
-	unsigned long i = 0;
 	int err;
 
 	if (access & IB_ACCESS_ON_DEMAND)
@@ -217,11 +245,7 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 		ib_umem_release(pin->umem);
 		goto err_pin;
 	}
-	for_each_sgtable_page(&pin->umem->sgt_append.sgt, &it, 0) {
-		if (WARN_ON_ONCE(i >= pin->npages))
-			break;
-		pin->pages[i++] = sg_page_iter_page(&it);
-	}
+	sroce_pin_fill(pin);
 	return pin;
 
 err_pin:
