@@ -336,7 +336,8 @@ static void sroce_user_run_releases(struct work_struct *work)
  *        gives back once the release ran
  * @ku: the object's user, held by the object until its release, or NULL
  *      for a kernel consumer's object
- * @rel: the release, in the object; @rel->fn and @rel->pages set
+ * @rel: the release, in the object; @rel->fn and @rel->pages set (raised
+ *       to 1 if 0)
  *
  * For a release that may wait for as long as its user likes, where nothing
  * may wait for it (struct sroce_user, sroce_release_wq): the user's
@@ -357,6 +358,11 @@ void sroce_kmem_release_queue(struct sroce_dev *sdev,
 	bool queue;
 
 	rel->sdev = sdev;
+	/*
+	 * At least a page: the object itself (a pin, an ODP range's umem)
+	 * is kernel memory too, so that the bound also bounds how many wait.
+	 */
+	rel->pages = max(rel->pages, 1UL);
 	sroce_count(sdev, SROCE_CNT_RELEASE_QUEUED);
 	spin_lock_irqsave(&user->release_lock, flags);
 	/* Counted before the item can take it off and subtract. */
@@ -392,10 +398,13 @@ static u64 sroce_kmem_bound(unsigned int mb, unsigned int ram_shift)
  * the one its work item runs, hold max_user_release_mb, on every device
  * together: one release the user stalls holds all of its later ones
  * (sroce_kmem_release_queue()), and their memory is in no process's RSS
- * while they wait, so the OOM killer does not see it. The user cannot add
- * to that backlog but through pins it made before it reached the bound,
- * each of which its processes' own limits bound (RLIMIT_MEMLOCK). Any
- * context.
+ * while they wait, so the OOM killer does not see it. Each release counts
+ * what its object holds, at least a page, so the bound is on the number
+ * of releases too. While one stalls nothing leaves the count, and past
+ * the bound the user adds to it only the pins it held when it reached the
+ * bound (which its processes could hold anyway while they lived: as much
+ * as their RLIMIT_MEMLOCK, their memory cgroup's dma-bufs, or for root
+ * and CAP_IPC_LOCK no limit), never more with time. Any context.
  * Return: 0, or -ENOMEM (counted in release_backlog_refused), as for a
  * pin past RLIMIT_MEMLOCK or past max_user_kmem_mb.
  */

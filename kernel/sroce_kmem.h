@@ -67,7 +67,8 @@ void sroce_kmem_wq_put(struct sroce_dev *sdev, struct sroce_kmem_user *ku);
  * @fn: releases the object, and with it this; run by the user's work item,
  *      after the user's earlier releases, with no lock of sroce's held
  * @pages: the pages of memory the object holds until it is released
- *         (the whole folios of pinned pages, a dma-buf's), counted against its user's
+ *         (the whole folios of pinned pages, a dma-buf's; at least one,
+ *         which an ODP range's counts for its own memory), counted against its user's
  *         max_user_release_mb while the release waits in the list and
  *         while @fn runs
  * @sdev: the object's device, held for the release until @fn ended

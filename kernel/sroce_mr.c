@@ -134,7 +134,8 @@ static void sroce_pin_release_work(struct sroce_kmem_release *rel)
  * runs to be held up). What it holds until then counts in its user's
  * backlog: the whole folios its pinned pages are in, or the pages of its
  * dma-buf (all of the buffer's, which the pin holds); an ODP range pins
- * none.
+ * none, and counts one page for its own memory, as every release counts at
+ * least one (sroce_kmem_release_queue()).
  */
 static void sroce_pin_release_async(struct kref *ref)
 {
