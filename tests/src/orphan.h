@@ -26,7 +26,8 @@
 namespace xfer::orphan {
 
 // Where the MR is seen, its bytes, and the WRITEs' size: a's buffer's
-// first kChunk bytes, to kChunk-aligned offsets of the MR.
+// first kChunk bytes, to kChunk-aligned offsets of the MR (an MR of
+// kChunk or less: its length, to its start).
 inline const uint64_t kIova = 0x5b000000000ULL;
 inline const size_t kLen = 1 << 20;
 inline const size_t kChunk = 64 * 1024;
@@ -34,11 +35,14 @@ inline const size_t kChunk = 64 * 1024;
 // orphaned the MR's map (a failure: the trigger did not happen).
 inline const int kRounds = 300;
 
-// a's WRITEs (kChunk bytes each, 16 outstanding) into @rkey, from a
-// thread, until one fails or @stop: the responder's accesses to the MR.
+// a's WRITEs (kChunk bytes each, or @len if less; 16 outstanding) into
+// @rkey's @len bytes, from a thread, until one fails or @stop: the
+// responder's accesses to the MR.
 class Stream {
 public:
-	Stream(Pair &p, uint32_t rkey) : t_([this, &p, rkey] { run(p, rkey); })
+	Stream(Pair &p, uint32_t rkey, size_t len = kLen)
+		: chunk_(std::min(len, kChunk)), slots_(len / chunk_),
+		  t_([this, &p, rkey] { run(p, rkey); })
 	{
 	}
 	~Stream()
@@ -57,9 +61,9 @@ private:
 
 		while (!stop && error == IBV_WC_SUCCESS) {
 			while (posted - polled < 16) {
-				size_t at = size_t(posted % 16) * kChunk;
+				size_t at = size_t(posted % slots_) * chunk_;
 				ibv_sge sge = { uintptr_t(&p.a.buf[0]),
-						uint32_t(kChunk), p.a.mr->lkey };
+						uint32_t(chunk_), p.a.mr->lkey };
 				ibv_send_wr wr = one_sge_wr(&sge,
 							    IBV_WR_RDMA_WRITE,
 							    1),
@@ -84,6 +88,7 @@ private:
 		}
 	}
 
+	const size_t chunk_, slots_;
 	std::thread t_;
 };
 
@@ -135,15 +140,15 @@ inline void killed_dereg(ibv_mr *mr, int round)
 	(void)ibv_dereg_mr(mr);
 }
 
-// Rounds of an MR that @reg makes (kLen bytes seen at kIova, remote
-// write granted), a's stream of WRITEs into it and a killed dereg, until
-// @queued, a count of releases queued, grew in a round: read once the
-// round's QPs were back to RTS (moving to RESET waits for their runs, so
-// the access that dropped the map last is done). Returns that round
-// (from 0); or -1, said, if a round failed or none grew the count in
-// kRounds, or in @ms if not -1 (the trigger did not happen). @ms bounds
-// the rounds' waits too: a round under way at its end stops waiting for
-// its WRITEs, and only kills its dereg.
+// Rounds of an MR that @reg makes (kLen bytes seen at kIova, or kChunk
+// or less, remote write granted), a's stream of WRITEs into it and a
+// killed dereg, until @queued, a count of releases queued, grew in a
+// round: read once the round's QPs were back to RTS (moving to RESET
+// waits for their runs, so the access that dropped the map last is
+// done). Returns that round (from 0); or -1, said, if a round failed or
+// none grew the count in kRounds, or in @ms if not -1 (the trigger did
+// not happen). @ms bounds the rounds' waits too: a round under way at
+// its end stops waiting for its WRITEs, and only kills its dereg.
 inline int orphan_rounds(Pair &p, const std::function<ibv_mr *()> &reg,
 			 const std::function<long long()> &queued,
 			 long ms = -1)
@@ -166,7 +171,7 @@ inline int orphan_rounds(Pair &p, const std::function<ibv_mr *()> &reg,
 			return -1;
 		long long before = queued();
 		{
-			Stream s(p, mr->rkey);
+			Stream s(p, mr->rkey, mr->length);
 			long wait = 5000 * time_scale();
 			within(ms < 0 ? wait : std::min(wait, left_ms()),
 			       [&] { return s.done >= 16 || s.error; });
@@ -187,16 +192,22 @@ inline int orphan_rounds(Pair &p, const std::function<ibv_mr *()> &reg,
 	return -1;
 }
 
-// Bytes of @target, the MR's buffer (first filled with @old), that are
-// neither @old nor what a's stream writes there (a's buffer's byte at the
-// same offset in its kChunk).
-inline size_t stray_bytes(const Buf &target, uint8_t old, const Side &a)
+// Bytes of @target's @len, the MR's buffer (first filled with @old), that
+// are neither @old nor what a's stream writes there (a's buffer's byte at
+// the same offset in its kChunk).
+inline size_t stray_bytes(const uint8_t *target, size_t len, uint8_t old,
+			  const Side &a)
 {
 	size_t bad = 0;
 
-	for (size_t i = 0; i < target.size(); i++)
+	for (size_t i = 0; i < len; i++)
 		bad += target[i] != old && target[i] != a.buf[i % kChunk];
 	return bad;
+}
+
+inline size_t stray_bytes(const Buf &target, uint8_t old, const Side &a)
+{
+	return stray_bytes(target.data(), target.size(), old, a);
 }
 
 } // namespace xfer::orphan

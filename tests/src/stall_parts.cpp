@@ -9,10 +9,12 @@
 #include "orphan.h"
 #include "role.h"
 #include "stallfs.h"
+#include "tasks.h"
 #include "xfer.h"
 
 #include <atomic>
 #include <fcntl.h>
+#include <fstream>
 #include <grp.h>
 #include <map>
 #include <pthread.h>
@@ -1244,15 +1246,96 @@ int attacker_release(int fd, const char *devname, const std::string &file)
 	return failures ? 1 : 0;
 }
 
+namespace {
+
+// The AnonHugePages of the mapping that holds @addr (/proc/self/smaps), in
+// KiB: how much of it huge pages map (PMD-mapped); -1 if not found.
+long anon_huge_kb(const void *addr)
+{
+	std::ifstream f("/proc/self/smaps");
+	std::string line;
+	const unsigned long a = uintptr_t(addr);
+	bool in = false;
+
+	while (std::getline(f, line)) {
+		unsigned long lo, hi;
+
+		if (sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2)
+			in = lo <= a && a < hi;
+		else if (in && line.rfind("AnonHugePages:", 0) == 0)
+			return atol(line.c_str() + strlen("AnonHugePages:"));
+	}
+	return -1;
+}
+
+// A buffer of one transparent huge page, for release_backlog_bound's
+// orphan of a small MR over one (the MR pins the page, and with it the
+// whole huge page): aligned to its size, MADV_HUGEPAGE (a huge page at the
+// first touch whatever THP's "enabled" but "never", compacting memory for
+// it as THP's "defrag" allows: by default it does), MADV_DONTFORK (the
+// rounds' forks neither copy it nor split its mapping into small ones, so
+// its AnonHugePages stays what it was), touched.
+struct HugeBuf {
+	uint8_t *map = nullptr, *data = nullptr;
+	size_t size = 0;
+
+	~HugeBuf()
+	{
+		if (map)
+			munmap(map, 2 * size);
+	}
+
+	// Empty, or why there is no huge page here.
+	std::string make()
+	{
+		std::string dir = "/sys/kernel/mm/transparent_hugepage/";
+		std::string sz = tasks::slurp(dir + "hpage_pmd_size");
+		std::string on = tasks::slurp(dir + "enabled");
+
+		if (sz.empty() || on.empty())
+			return "this kernel has no transparent huge pages (no " +
+			       dir + ")";
+		if (on.find("[never]") != std::string::npos)
+			return "transparent huge pages are off (" + dir +
+			       "enabled: never)";
+		size = strtoul(sz.c_str(), nullptr, 10);
+		void *m = mmap(nullptr, 2 * size, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (!size || m == MAP_FAILED)
+			return "mmap of twice " + sz + ": " + strerror(errno);
+		map = static_cast<uint8_t *>(m);
+		data = map + (size - uintptr_t(map) % size) % size;
+		if (madvise(data, size, MADV_HUGEPAGE))
+			return std::string("MADV_HUGEPAGE: ") + strerror(errno);
+		CHECK(!madvise(data, size, MADV_DONTFORK), "MADV_DONTFORK: %s",
+		      strerror(errno));
+		memset(data, 0x11, size);
+		long kb = anon_huge_kb(data);
+		if (kb < long(size / 1024))
+			return "no huge page for the buffer (AnonHugePages " +
+			       std::to_string(kb) + " kB of " +
+			       std::to_string(size / 1024) +
+			       "): memory too fragmented";
+		return "";
+	}
+};
+
+} // namespace
+
 // A2 (nobody, as A: one user) and V (root) for release_*: each orphans a
 // pinned MR of its own (orphan.h): a pair of QPs of its own (MTU 4096),
-// rounds of an MR of 1 MiB over its own buffer, a's stream of WRITEs
-// into it and a forked child's dereg of it killed as it starts, until the
-// device counts a release queued (release_queued, which any user may
-// read). "orphan MS": orphaned ROUND, or error, rounds for @ms at most;
-// "vmpin": vmpin KB, its pinned memory (its process's: it registered);
-// "reg": reg ERRNO, a new MR over 64 KiB of its memory (0: registered,
-// then deregistered); "bytes": bytes N, the bytes of the orphaned MR's
+// rounds of an MR of 1 MiB over its own buffer (MADV_NOHUGEPAGE: 256
+// small pages, whatever THP's setting and the mappings beside it), a's
+// stream of WRITEs into it and a forked child's dereg of it killed as it
+// starts, until the device counts a release queued (release_queued, which
+// any user may read). "thp": thp KB [WHY], a buffer of one transparent
+// huge page (HugeBuf) made, KB its AnonHugePages, or 0 and why there is
+// none; "thpkb": thpkb KB, its AnonHugePages now; "orphan MS [thp]":
+// orphaned ROUND, or error, rounds for @ms at most, of the 1 MiB MR, or
+// with "thp" of a kChunk MR over the start of the huge page; "vmpin":
+// vmpin KB, its pinned memory (its process's: it registered); "reg": reg
+// ERRNO, a new MR over 64 KiB of its memory (0: registered, then
+// deregistered); "bytes": bytes N, the bytes of the last orphaned MR's
 // buffer that are neither its old one nor what the stream wrote there.
 int orphaner(int fd, const char *devname, bool nobody)
 {
@@ -1263,10 +1346,15 @@ int orphaner(int fd, const char *devname, bool nobody)
 	const rlimit lock = { 64 << 20, 64 << 20 };
 	xfer::Pair p;
 	xfer::Buf target(kLen), extra(kChunk);
+	HugeBuf huge;
+	uint8_t *orphaned = target.data();
+	size_t orphaned_len = kLen;
 
 	p.mtu = IBV_MTU_4096;
 	CHECK(!setrlimit(RLIMIT_MEMLOCK, &lock), "RLIMIT_MEMLOCK: %s",
 	      strerror(errno));
+	CHECK(!madvise(target.whole().data(), target.whole().size(),
+		       MADV_NOHUGEPAGE), "MADV_NOHUGEPAGE: %s", strerror(errno));
 	if ((nobody && !become_nobody()) ||
 	    !(p.ctx = open_device(devname)) || !xfer::setup(p) ||
 	    xfer::port_counter(p, "release_queued") < 0) {
@@ -1284,15 +1372,18 @@ int orphaner(int fd, const char *devname, bool nobody)
 	say(fd, "ready %d", int(getpid()));
 	commands(fd, [&](const char *cmd) {
 		unsigned ms;
+		char what[8] = "";
 
-		if (sscanf(cmd, "orphan %u", &ms) == 1) {
+		if (sscanf(cmd, "orphan %u %7s", &ms, what) >= 1) {
+			bool thp = !strcmp(what, "thp") && huge.data;
+			orphaned = thp ? huge.data : target.data();
+			orphaned_len = thp ? kChunk : kLen;
 			int round = orphan_rounds(
 				p,
 				[&] {
-					return ibv_reg_mr_iova(p.b.pd,
-							       target.data(),
-							       kLen, kIova,
-							       access);
+					return ibv_reg_mr_iova(p.b.pd, orphaned,
+							       orphaned_len,
+							       kIova, access);
 				},
 				[&] {
 					return xfer::port_counter(
@@ -1301,6 +1392,14 @@ int orphaner(int fd, const char *devname, bool nobody)
 				ms);
 			say(fd, round < 0 ? "error no orphan" : "orphaned %d",
 			    round + 1);
+		} else if (!strcmp(cmd, "thp")) {
+			std::string why = huge.make();
+			say(fd, "thp %ld %s",
+			    why.empty() ? anon_huge_kb(huge.data) : 0L,
+			    why.c_str());
+		} else if (!strcmp(cmd, "thpkb")) {
+			say(fd, "thpkb %ld",
+			    huge.data ? anon_huge_kb(huge.data) : -1L);
 		} else if (!strcmp(cmd, "vmpin")) {
 			say(fd, "vmpin %ld",
 			    xfer::proc_kb("/proc/self/status", "VmPin:"));
@@ -1312,7 +1411,8 @@ int orphaner(int fd, const char *devname, bool nobody)
 				CHECK(ibv_dereg_mr(mr) == 0, "dereg MR");
 			say(fd, "reg %d", err);
 		} else if (!strcmp(cmd, "bytes")) {
-			say(fd, "bytes %zu", stray_bytes(target, 0x11, p.a));
+			say(fd, "bytes %zu",
+			    stray_bytes(orphaned, orphaned_len, 0x11, p.a));
 		}
 	});
 	xfer::teardown(p);
