@@ -146,8 +146,15 @@ static void sroce_pin_release_async(struct kref *ref)
 		return;
 	}
 	pin->release.fn = sroce_pin_release_work;
+	/*
+	 * A pinned range: the whole folios it holds, and never less than
+	 * its pages, whose kernel memory (ib_core's scatterlist, the page
+	 * array) grows with them even when they are all one page (the
+	 * zero page of a read-only pin, one page mapped again and again).
+	 */
 	pin->release.pages = pin->odp ? 0 :
-			     pin->dmabuf ? pin->npages : pin->held;
+			     pin->dmabuf ? pin->npages :
+			     max(pin->held, pin->npages);
 	sroce_kmem_release_queue(to_sdev(pin->ibdev), pin->kmem.ku,
 				 &pin->release);
 }
