@@ -244,8 +244,12 @@ static struct sroce_pin *sroce_pin_get(struct ib_device *ibdev, u64 start,
 	err = sroce_kmem_add(to_sdev(ibdev), &pin->kmem,
 			     array_size(pin->npages, sizeof(*pin->pages)));
 	if (!err) {
+		/*
+		 * A user's size: past INT_MAX bytes (a 1 TiB MR) kvmalloc()
+		 * WARNs unless told not to; it is an ENOMEM like any other.
+		 */
 		pin->pages = kvmalloc_array(pin->npages, sizeof(*pin->pages),
-					    GFP_KERNEL_ACCOUNT);
+					    GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		if (!pin->pages)
 			err = -ENOMEM;
 	}
