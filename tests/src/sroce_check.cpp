@@ -1208,9 +1208,11 @@ int ns_cqs(const char *dev, int root_cqs, int one_cqs, const char *who)
 // @body run in a child of ours that became uid @uid (unless -1) and then
 // unshared a user namespace, whose uid and gid maps this process wrote
 // (@map: as root writes a container's, or newuidmap, setuid root, a
-// user's). True if the child exited 0; else said, with @who. Each process
-// closes the pipe ends it does not use, so that a child that dies before
-// it unshared is an EOF here, said as such, not a read that never ends.
+// user's). True if the child exited 0; else said, with @who. The child's
+// status counts its own failures, not those of ours it was forked with.
+// Each process closes the pipe ends it does not use, so that a child that
+// dies before it unshared is an EOF here, said as such, not a read that
+// never ends.
 bool in_user_ns(const char *map, int uid, const char *who,
 		const std::function<int()> &body)
 {
@@ -1231,6 +1233,7 @@ bool in_user_ns(const char *map, int uid, const char *who,
 	if (pid == 0) {
 		char c = 0;
 
+		failures = 0;	// its own, not those of ours it was forked with
 		close(ready[0]);
 		close(go[1]);
 		bool in = (uid < 0 || (!setgroups(0, nullptr) &&
@@ -1327,12 +1330,13 @@ void sandboxed_container_is_its_owner(const char *dev)
 }
 
 // @body run in a child of ours that became uid and gid 65534; true if it
-// exited 0, else said, with @who.
+// exited 0 (its own failures counted, not ours), else said, with @who.
 bool as_nobody(const char *who, const std::function<int()> &body)
 {
 	fflush(nullptr);
 	pid_t pid = fork();
 	if (pid == 0) {
+		failures = 0;	// its own, not those of ours it was forked with
 		if (setgid(65534) || setuid(65534)) {
 			perror("setuid 65534");
 			_exit(2);
