@@ -13,7 +13,12 @@
 # and 1 to 200000 and 200001) is one user, uid 65534, as outside a
 # sandbox. One user's bound is for all its devices together: uid 65534's
 # 2 CQs on sroce0 leave it one on sroce1 (a veth's), not 3.
-# sroce-check kmem sets the parameters; they are put back here.
+# sroce-check kmem sets the parameters; they are put back here. Each
+# namespace's first process leaves the chroot the guest runs the tests in
+# before it unshares (the kernel makes no user namespace for a chrooted
+# task); where the machine gives it none (no CONFIG_USER_NS,
+# kernel.unprivileged_userns_clone 0, user.max_user_namespaces reached),
+# the case, its other checks passed, is skipped with why.
 # shellcheck source=SCRIPTDIR/../lib.sh
 . "$(dirname "$0")/../lib.sh"
 params=/sys/module/sroce/parameters
@@ -25,7 +30,10 @@ link_add sroce1 skva
 saved_dev=$(cat $params/max_kmem_mb) saved_user=$(cat $params/max_user_kmem_mb)
 trap 'echo $saved_dev > $params/max_kmem_mb; echo $saved_user > $params/max_user_kmem_mb
 	ip link del skva 2>/dev/null' EXIT
-out=$(timeout "$(tmo 120)" "$check" kmem sroce0 sroce1 2>&1) || fail "$out"
-echo "$out"
+out=$(timeout "$(tmo 120)" "$check" kmem sroce0 sroce1 2>&1)
+rc=$?
+[ $rc = 0 ] || [ $rc = 77 ] || fail "$out"
 no_user_objects sroce0
 no_user_objects sroce1
+[ $rc = 77 ] && skip "$(sed -n 's/^SKIP: //p' <<<"$out" | sort -u | paste -sd';')"
+echo "$out"

@@ -41,7 +41,9 @@
 #include <sched.h>
 #include <set>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <span>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <string>
@@ -1205,45 +1207,191 @@ int ns_cqs(const char *dev, int root_cqs, int one_cqs, const char *who)
 	return failures ? 1 : 0;
 }
 
+// The exit status of a process of a kmem test that could not run here (a
+// user namespace refused for a reason of the machine's): it said why,
+// "SKIP: why", and cmd_kmem() then ends with it too, never as a pass.
+const int kSkip = 77;
+
+// What became of a test in a user namespace (in_user_ns()).
+enum class Ns { ok, failed, skipped };
+
+// A number in a file of /proc/sys, or -1 if it has none.
+long sysctl_value(const char *path)
+{
+	long v = -1;
+
+	if (FILE *f = fopen(path, "r")) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+// The mount and inode of the directory @fd (AT_FDCWD with @path "/": the
+// root), or false.
+bool mount_and_inode(int fd, const char *path, uint64_t *mnt, uint64_t *ino)
+{
+	struct statx st;
+
+	if (statx(fd, path, AT_EMPTY_PATH, STATX_MNT_ID | STATX_INO, &st) ||
+	    !(st.stx_mask & STATX_MNT_ID))
+		return false;
+	*mnt = st.stx_mnt_id;
+	*ino = st.stx_ino;
+	return true;
+}
+
+// The kernel refuses a new user namespace to a chrooted task, EPERM
+// (unshare(2), user_namespaces(7): create_user_ns() checks
+// current_chrooted(): is the task's root its mount namespace's root?),
+// and every test in the VM runs chrooted into the host's root
+// (scripts/guest/initramfs-init: the 9p mount on the initramfs's
+// /newroot). So before it makes one, as root, a process of the kmem tests
+// takes the same tree as the root of a mount namespace of its own:
+// unshare(CLONE_NEWNS); setns() into that namespace, which sets the
+// task's root to the namespace's root (the initramfs's, and whatever is
+// mounted on it: the copy of what the task may not see from its chroot);
+// every mount made private, so that nothing leaks to the namespace it
+// came from; a recursive clone of its old root (open_tree()) mounted on
+// the namespace's root; its root and working directory that clone. Then
+// the namespace's root, followed down through what is mounted on it, is
+// the task's root: not chrooted. (pivot_root(2) would not do: it puts the
+// new root where the old one was mounted, /newroot, not on the
+// namespace's root.) Where the task was not chrooted (the namespace's
+// root is its root already, or a namespace's root made this way before,
+// as in a process of the sandbox), it only has a mount namespace of its
+// own. The caller's caps are needed: CAP_SYS_ADMIN and CAP_SYS_CHROOT in
+// its user namespace. False, said, if a step failed.
+bool leave_chroot()
+{
+	int root = -1, ns = -1, tree = -1;
+	uint64_t mnt, ino, ns_mnt, ns_ino;
+	bool ok = false;
+
+	if (unshare(CLONE_NEWNS)) {
+		CHECK(false, "leaving the chroot: unshare(CLONE_NEWNS): %s",
+		      strerror(errno));
+		return false;
+	}
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (root < 0 || ns < 0 || !mount_and_inode(root, "", &mnt, &ino)) {
+		CHECK(false, "leaving the chroot: its root, /proc/self/ns/mnt: "
+		      "%s", strerror(errno));
+		goto out;
+	}
+	if (setns(ns, CLONE_NEWNS) ||
+	    mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
+	    !mount_and_inode(AT_FDCWD, "/", &ns_mnt, &ns_ino)) {
+		CHECK(false, "leaving the chroot: setns() into its own mount "
+		      "namespace, every mount private: %s", strerror(errno));
+		goto out;
+	}
+	if (ns_mnt == mnt && ns_ino == ino) {
+		ok = true;	/* not chrooted: setns() left it where it was */
+		goto out;
+	}
+	tree = open_tree(root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+				   AT_RECURSIVE | AT_EMPTY_PATH);
+	ok = tree >= 0 &&
+	     move_mount(tree, "", AT_FDCWD, "/", MOVE_MOUNT_F_EMPTY_PATH) == 0 &&
+	     fchdir(tree) == 0 && chroot(".") == 0 && chdir("/") == 0;
+	CHECK(ok, "leaving the chroot: its root cloned and mounted on its "
+	      "mount namespace's root: %s", strerror(errno));
+out:
+	for (int fd : { root, ns, tree })
+		if (fd >= 0)
+			close(fd);
+	return ok;
+}
+
+// unshare(CLONE_NEWUSER): true if made. Else, when the machine does not
+// let this task have one (no user namespaces in the kernel, a sysctl
+// that forbids them, their limit reached), false with why in @skip; for
+// any other reason (a chroot left, say), false, said as a failure.
+bool new_user_ns(std::string *skip)
+{
+	if (!unshare(CLONE_NEWUSER))
+		return true;
+	int err = errno;
+	long unpriv = sysctl_value("/proc/sys/kernel/unprivileged_userns_clone");
+	long apparmor =
+		sysctl_value("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+	long max = sysctl_value("/proc/sys/user/max_user_namespaces");
+
+	if (err == EINVAL)
+		*skip = "this kernel has no user namespaces (CONFIG_USER_NS)";
+	else if (err == ENOSPC)
+		*skip = "no user namespace to be had: user.max_user_namespaces "
+			"is " + std::to_string(max) + " (or the limit of a "
+			"namespace above is reached)";
+	else if (err == EPERM && geteuid() && unpriv == 0)
+		*skip = "uid " + std::to_string(geteuid()) + " may not make a "
+			"user namespace: kernel.unprivileged_userns_clone is 0";
+	else if (err == EPERM && geteuid() && apparmor == 1)
+		*skip = "uid " + std::to_string(geteuid()) + " may not make a "
+			"user namespace: "
+			"kernel.apparmor_restrict_unprivileged_userns is 1";
+	else
+		CHECK(false, "unsharing a user namespace as uid %u: %s "
+		      "(kernel.unprivileged_userns_clone %ld, "
+		      "user.max_user_namespaces %ld; -1: no such sysctl)",
+		      geteuid(), strerror(err), unpriv, max);
+	return false;
+}
+
 // @body run in a child of ours that became uid @uid (unless -1) and then
 // unshared a user namespace, whose uid and gid maps this process wrote
 // (@map: as root writes a container's, or newuidmap, setuid root, a
-// user's). True if the child exited 0; else said, with @who. The child's
+// user's). Before it drops its privileges the child leaves the chroot the
+// tests run in (leave_chroot()). Ns::ok if the child exited 0; skipped
+// if the machine gave it no user namespace (the child said "SKIP: why"),
+// or @body returned kSkip; else failed, said, with @who. The child's
 // status counts its own failures, not those of ours it was forked with.
 // Each process closes the pipe ends it does not use, so that a child that
 // dies before it unshared is an EOF here, said as such, not a read that
 // never ends.
-bool in_user_ns(const char *map, int uid, const char *who,
-		const std::function<int()> &body)
+Ns in_user_ns(const char *map, int uid, const char *who,
+	      const std::function<int()> &body)
 {
 	int ready[2], go[2];
 
 	if (pipe(ready)) {
 		CHECK(false, "pipe: %s", strerror(errno));
-		return false;
+		return Ns::failed;
 	}
 	if (pipe(go)) {
 		CHECK(false, "pipe: %s", strerror(errno));
 		close(ready[0]);
 		close(ready[1]);
-		return false;
+		return Ns::failed;
 	}
 	fflush(nullptr);
 	pid_t pid = fork();
 	if (pid == 0) {
+		std::string skip;
 		char c = 0;
 
 		failures = 0;	// its own, not those of ours it was forked with
 		close(ready[0]);
 		close(go[1]);
-		bool in = (uid < 0 || (!setgroups(0, nullptr) &&
+		bool in = leave_chroot() &&
+			  (uid < 0 || (!setgroups(0, nullptr) &&
 				       !setresgid(uid, uid, uid) &&
 				       !setresuid(uid, uid, uid))) &&
-			  !unshare(CLONE_NEWUSER) &&
+			  new_user_ns(&skip) &&
 			  write(ready[1], "u", 1) == 1 &&
 			  read(go[0], &c, 1) == 1 && c == 'm';
+		if (!skip.empty()) {
+			printf("SKIP: %s\n", skip.c_str());
+			fflush(stdout);
+			_exit(kSkip);
+		}
 		if (!in) {
-			perror("unsharing a user namespace");
+			fprintf(stderr, "%s's first process, uid %d: no user "
+				"namespace made and mapped (last error: %s)\n",
+				who, uid, strerror(errno));
 			_exit(2);
 		}
 		_exit(body());
@@ -1265,16 +1413,19 @@ bool in_user_ns(const char *map, int uid, const char *who,
 	      strerror(errno));
 	signal(SIGPIPE, pipe_was);
 	int status = -1;
-	bool ok = pid > 0 && waitpid(pid, &status, 0) == pid &&
-		  WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	bool ended = pid > 0 && waitpid(pid, &status, 0) == pid &&
+		     WIFEXITED(status);
+	close(ready[0]);
+	close(go[1]);
+	if (ended && WEXITSTATUS(status) == kSkip)
+		return Ns::skipped;
+	bool ok = ended && WEXITSTATUS(status) == 0;
 	if (got == 0)
 		CHECK(false, "%s's first process died before it unshared a "
 		      "user namespace (status 0x%x)", who, status);
 	else
 		CHECK(ok, "%s's processes failed (status 0x%x)", who, status);
-	close(ready[0]);
-	close(go[1]);
-	return ok;
+	return ok ? Ns::ok : Ns::failed;
 }
 
 // A user namespace root made (as a container's), its uids 0 and 1 mapped
@@ -1283,9 +1434,9 @@ bool in_user_ns(const char *map, int uid, const char *who,
 // container is one user, the uid its root is mapped to, whatever uid its
 // processes take (sroce_kmem_uid()). With each uid a user of its own, uid
 // 1 would get 3. The device's bound must leave room for 4.
-void container_is_one_user(const char *dev)
+Ns container_is_one_user(const char *dev)
 {
-	in_user_ns("0 200000 2\n", -1, "the container", [&] {
+	return in_user_ns("0 200000 2\n", -1, "the container", [&] {
 		return ns_cqs(dev, 2, 1, "the container");
 	});
 }
@@ -1296,9 +1447,9 @@ void container_is_one_user(const char *dev)
 // process, which holds none now); its uid 1 gets 3 more, a bound of its
 // own, and the next is refused. Counted as a container, uid 1 would share
 // root's bound and get 1.
-void sandbox_uids_are_their_own(const char *dev)
+Ns sandbox_uids_are_their_own(const char *dev)
 {
-	in_user_ns("0 0 1\n1 200001 1\n", -1, "the sandbox", [&] {
+	return in_user_ns("0 0 1\n1 200001 1\n", -1, "the sandbox", [&] {
 		return ns_cqs(dev, 2, 3, "the sandbox");
 	});
 }
@@ -1312,20 +1463,21 @@ void sandbox_uids_are_their_own(const char *dev)
 // it, as it would be outside a sandbox: its root makes 2 CQs, its uid 1
 // gets one more, and the next is refused. Judged by the sandbox (the
 // outermost namespace), each of the container's uids would be its own
-// user, and uid 1 would get 3.
-void sandboxed_container_is_its_owner(const char *dev)
+// user, and uid 1 would get 3. Where uid 65534 may not make a user
+// namespace (kernel.unprivileged_userns_clone 0), skipped.
+Ns sandboxed_container_is_its_owner(const char *dev)
 {
 	const char *who = "the container in the sandbox";
 
-	in_user_ns("0 0 4294967295\n", -1, "the sandbox", [&] {
+	return in_user_ns("0 0 4294967295\n", -1, "the sandbox", [&] {
 		if (setresgid(0, 0, 0) || setresuid(0, 0, 0)) {
 			perror("becoming root of the sandbox");
 			return 2;
 		}
-		in_user_ns("0 200000 2\n", 65534, who, [&] {
+		Ns r = in_user_ns("0 200000 2\n", 65534, who, [&] {
 			return ns_cqs(dev, 2, 1, who);
 		});
-		return failures ? 1 : 0;
+		return r == Ns::skipped ? kSkip : failures ? 1 : 0;
 	});
 }
 
@@ -1405,7 +1557,9 @@ void one_user_on_two_devices(const char *dev, const char *dev2)
 // device @dev2, a user's bound is one for both (one_user_on_two_devices());
 // each refusal counts in kmem_refused, kmem_bytes and "rdma resource"'s
 // kmem tell what the CQs hold, and all of it goes with them. The case
-// saves and restores the parameters.
+// saves and restores the parameters. Where the machine gives a test's
+// process no user namespace (in_user_ns()), that test says "SKIP: why"
+// and this ends with kSkip once the others passed: not run, never passed.
 int cmd_kmem(const char *dev, const char *dev2)
 {
 	long long base = hw_counter(dev, "kmem_bytes");
@@ -1495,16 +1649,20 @@ int cmd_kmem(const char *dev, const char *dev2)
 	set_param("max_kmem_mb", 0);
 	const struct {
 		const char *who;
-		void (*fn)(const char *);
+		Ns (*fn)(const char *);
 	} nss[] = {
 		{ "the container", container_is_one_user },
 		{ "the sandbox", sandbox_uids_are_their_own },
 		{ "the container in the sandbox",
 		  sandboxed_container_is_its_owner },
 	};
+	bool skipped = false;
 	for (const auto &ns : nss) {
 		refused = hw_counter(dev, "kmem_refused");
-		ns.fn(dev);
+		if (ns.fn(dev) == Ns::skipped) {
+			skipped = true;
+			continue;
+		}
 		CHECK(hw_counter(dev, "kmem_refused") == refused + 1,
 		      "kmem_refused grew by %lld in %s, expected 1",
 		      hw_counter(dev, "kmem_refused") - refused, ns.who);
@@ -1518,11 +1676,13 @@ int cmd_kmem(const char *dev, const char *dev2)
 		      "on %s after uid 65534's CQs went, %lld before",
 		      hw_counter(dev, "kmem_bytes"), dev, base);
 	}
-	if (!failures)
-		printf("kmem: user, container, sandbox%s and device bounds "
-		       "enforced, %lld bytes a CQ\n",
-		       dev2 ? ", two-device" : "", one);
-	return failures ? 1 : 0;
+	if (failures)
+		return 1;
+	if (skipped)
+		return kSkip;	// each process that could not said why
+	printf("kmem: user, container, sandbox%s and device bounds "
+	       "enforced, %lld bytes a CQ\n", dev2 ? ", two-device" : "", one);
+	return 0;
 }
 
 int usage()
