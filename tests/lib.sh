@@ -1122,6 +1122,16 @@ link_delete() {
 	note "$1: rdma link delete took $((SECONDS - t)) s"
 }
 
+# mount_tracefs: tracefs on /sys/kernel/tracing, where the tests' kprobe
+# events are (sroce-xfer's orphan_unload, sroce-failnth), if it is not
+# there: the guest mounts debugfs, not tracefs. Fails where the kernel has
+# none; a kernel without kprobe events has no kprobe_events file in it.
+mount_tracefs() {
+	local t=/sys/kernel/tracing
+	[ -e $t/kprobe_events ] || mountpoint -q $t ||
+		mount -t tracefs tracefs $t 2>/dev/null
+}
+
 # orphan_unprobe: sroce-xfer's orphan_* tests' kprobe events
 # (xfer_orphan.cpp) gone, should a test have left them (orphan_unload
 # ends without its teardown; a test killed by its timeout)

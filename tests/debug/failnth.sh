@@ -56,9 +56,7 @@ for d in failslab fail_page_alloc fail_usercopy; do
 done
 
 # Its sweep of XRC target QPs traces ib_core (kprobe events).
-[ -e /sys/kernel/tracing/kprobe_events ] ||
-	mount -t tracefs tracefs /sys/kernel/tracing ||
-	fail "cannot mount tracefs on /sys/kernel/tracing"
+mount_tracefs || fail "cannot mount tracefs on /sys/kernel/tracing"
 link_add sroce0 eth0
 declare -A kernel
 for t in pd cq qp mr; do
