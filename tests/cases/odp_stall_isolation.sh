@@ -14,9 +14,9 @@
 # - destroy_wq_full: 16 runs of A's QPs wait in the fault, filling A's
 #   engine workqueue's share of CPU 0 (16 of A's workers in D state, no
 #   more), and A sends V a packet there: V's QP, on V's own queue,
-#   receives it at once. A's own QP with a receive in pinned memory does
-#   not: its run waits behind A's stalled ones, and A's ibv_destroy_qp()
-#   of it returns all the same. Every worker of A's runs runs an item of
+#   receives it at once. A QP of A2, another process of A's uid, with a
+#   receive in pinned memory does not: its run waits behind A's stalled
+#   ones, and A2's ibv_destroy_qp() of it returns all the same. Every worker of A's runs runs an item of
 #   sroce_user_65534, and no thread in the fault is a workqueue's rescuer
 #   (users' queues have none).
 # - two_devices_one_queue: the same 16 runs stall A's queue on CPU 0, its

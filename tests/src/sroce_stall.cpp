@@ -40,11 +40,14 @@
 //   the FUSE page, sent by A from a second context): 24 runs queued, 16
 //   workers of A's queue waiting in D state, the other 8 runs inactive.
 //   Then A sends V a packet there: V's QP runs on V's own queue and
-//   receives it at once. A sends a packet to a QP of its own, in a third
-//   context of A's, whose receive is in pinned memory: that run waits,
-//   inactive, behind A's 16 (one queue per user, not per context), and
-//   still no more than 16 of A's workers wait. A destroys that QP: the
-//   destroy drops the packet and takes the item off the queue itself.
+//   receives it at once. A sends a packet to a QP of A2, another process
+//   of A's user, whose receive is in pinned memory: that run waits,
+//   inactive, behind A's 16 (one queue per user, not per context nor
+//   per process), and still no more than 16 of A's workers wait. A2
+//   destroys that QP: the destroy drops the packet and takes the item off
+//   the queue itself. (A QP of A's own process could not be destroyed
+//   before the stall ends, whatever the queues: its destroy's munmap() of
+//   the rings waits for A's mmap lock, which A's stalled faults hold.)
 //   Every worker of A's runs in D state runs an item of sroce_user_65534
 //   (its name says so), and no thread in the fault is a workqueue's
 //   rescuer: users' queues have none. (Before: all users' QPs shared one
@@ -402,7 +405,7 @@ private:
 };
 
 // A test's world: the file system, V and A (and A2, another process of
-// A's user, in release_*). Whatever happened, it ends by
+// A's user, in destroy_wq_full and release_*). Whatever happened, it ends by
 // answering the reads held (or, if the server does not, aborting its
 // connection), letting V and A end (each must, in time, with status 0)
 // and unmounting (which aborts the connection first, in case).
@@ -895,7 +898,7 @@ void doorbell_to_stalled_peer(Scene &s)
 void destroy_wq_full(Scene &s)
 {
 	const int n = kMaxActive + 8;
-	unsigned vq;
+	unsigned vq, oq;
 	char ans[kLine];
 	std::string one;
 	int workers = 0;
@@ -903,6 +906,9 @@ void destroy_wq_full(Scene &s)
 	if (!s.start(s.v, "V", [&](int fd) {
 		    return stall::victim(fd, s.dev, IBV_QPT_UD);
 	    }, &vq) ||
+	    !s.start(s.a2, "A2", [&](int fd) {
+		    return stall::attacker_own(fd, s.dev);
+	    }, &oq) ||
 	    !s.a_flood_stalls(n))
 		return;
 	// V's QP runs on V's own queue: a worker takes it at once.
@@ -918,22 +924,23 @@ void destroy_wq_full(Scene &s)
 	      "stalled ones (one workqueue for both users' QPs?)", ans,
 	      kRecvS * time_scale());
 	expect_delivered(s.dev, c0, "A's SEND to V");
-	// A's own QP's run, queued after A's stalled ones on A's queue, waits
-	// inactive behind them, though it would need no fault: its context is
-	// not theirs, but its user is.
+	// The run of A2's QP (A's user's other process), queued after A's
+	// stalled ones on A's user's queue, waits inactive behind them,
+	// though it would need no fault: its context and its process are not
+	// theirs, but its user is.
 	Counts c1(s.dev);
-	if (!s.ask(s.a, "A", "own", ans, limit_ms(kBoundS)))
+	if (!s.ask(s.a, "A", "send " + std::to_string(oq), ans,
+		   limit_ms(kBoundS)))
 		return;
-	CHECK(!strcmp(ans, "sent 0"), "A's SEND to its own QP: '%s'", ans);
-	expect_delivered(s.dev, c1, "A's SEND to its own QP");
-	s.ask(s.a, "A", "ownrecv " + std::to_string(limit_ms(kQuietS)), ans,
+	CHECK(!strcmp(ans, "sent 0"), "A's SEND to A2's QP: '%s'", ans);
+	expect_delivered(s.dev, c1, "A's SEND to A2's QP");
+	s.ask(s.a2, "A2", "recv " + std::to_string(limit_ms(kQuietS)), ans,
 	      limit_ms(kSetupS));
-	CHECK(!strcmp(ans, "recv none"), "A's own QP's receive into pinned "
+	CHECK(!strcmp(ans, "recv none"), "A2's QP's receive into pinned "
 	      "memory: '%s' while its run should wait, inactive, behind A's "
-	      "%d stalled ones (A's workqueue was not full? a queue per "
-	      "context?)", ans,
-	      kMaxActive);
-	if (!s.a_queue_full("once V received and A sent to its own QP", 0))
+	      "%d stalled ones (A's user's workqueue was not full? a queue "
+	      "per context, or per process?)", ans, kMaxActive);
+	if (!s.a_queue_full("once V received and A sent to A2's QP", 0))
 		return;
 	std::string rescuers;
 	workers = stalled_workers(&one, nullptr, &rescuers);
@@ -944,18 +951,22 @@ void destroy_wq_full(Scene &s)
 	      "A's runs serves no other item until A's stall ends); one: %s",
 	      rescuers.c_str(), workers, one.c_str());
 	s.on_user_queue("A's runs, A's workqueue full");
-	// The destroy of A's QP whose work item is inactive drops the packet
-	// and takes the item off the queue, needing no worker.
-	bool destroyed = say(s.a.fd, "owndestroy") &&
-			 s.returns(s.a, "A's ibv_destroy_qp of its own QP",
+	// The destroy of A2's QP, whose work item is inactive behind A's,
+	// drops the packet and takes the item off the queue, needing no
+	// worker. (In A's own process it would wait for A's stall all the
+	// same, whatever the queue: libsroce's destroy unmaps the QP's rings,
+	// and munmap() waits for A's mmap lock, which each of A's stalled
+	// faults holds for reading.)
+	bool destroyed = say(s.a2.fd, "destroy") &&
+			 s.returns(s.a2, "A2's ibv_destroy_qp of its QP",
 				   "destroyed", limit_ms(kBoundS));
-	CHECK(destroyed, "A's ibv_destroy_qp of its own QP hung: not returned "
-	      "%ld s after it was called, its work item inactive behind A's "
-	      "stalled ones; A: %s", kBoundS * time_scale(),
-	      stack_of(s.a.pid).c_str());
+	CHECK(destroyed, "A2's ibv_destroy_qp of its QP hung: not returned %ld "
+	      "s after it was called, its work item inactive behind A's "
+	      "stalled ones on their user's queue; A2: %s",
+	      kBoundS * time_scale(), stack_of(s.a2.pid).c_str());
 	s.fs.release();
 	if (!destroyed)
-		s.comes_after(s.a, "A's ibv_destroy_qp of its own QP",
+		s.comes_after(s.a2, "A2's ibv_destroy_qp of its QP",
 			      "destroyed");
 	s.a_flood_received(n);
 }

@@ -19,6 +19,7 @@ int attacker_doorbell(int fd, const char *dev, const std::string &file,
 int attacker_receiver(int fd, const char *dev, const std::string &file);
 int attacker_flood(int fd, const char *dev, const std::string &file, int n,
 		   const char *dev2 = nullptr);
+int attacker_own(int fd, const char *dev);
 int victim_ahead(int fd, const char *dev);
 int attacker_ahead(int fd, const char *dev, const std::string &file, int n);
 int attacker_release(int fd, const char *dev, const std::string &file);

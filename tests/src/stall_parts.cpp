@@ -271,6 +271,19 @@ int poll_some(ibv_cq *cq, int n, long ms, uint32_t want, int *bad,
 	return got;
 }
 
+// Within @ms, a UD receive on @cq of inline_send()'s SEND into @buf: "ok"
+// (the bytes sent, after the GRH), "bad" or "none".
+const char *ud_recv(ibv_cq *cq, const uint8_t *buf, long ms)
+{
+	int bad;
+	int got = poll_some(cq, 1, ms, kGrh + kMsg, &bad);
+	bool same = true;
+
+	for (uint32_t i = 0; i < kMsg; i++)
+		same = same && buf[kGrh + i] == msg_byte(i);
+	return !got ? "none" : bad || !same ? "bad" : "ok";
+}
+
 // A part's loop: @fn answers each command until the test goes (EOF).
 void commands(int fd, const std::function<void(const char *)> &fn)
 {
@@ -308,24 +321,25 @@ struct Odp {
 
 // A for destroy_wq_full and two_devices_one_queue, pinned to CPU 0: @n
 // UD QPs in one context, each with a receive into the FUSE page (an ODP
-// MR, writable); a UD QP of a second context to send to them; and in a
-// third, "own", a UD QP with a receive into A's pinned memory on a CQ of
-// its own. "own" is in a context of its own so that a queue per context
-// (one uid could multiply queues and kworkers with it) would run it at
-// once, and not in the sender's, whose doorbell would run it itself. With
-// @dev2, "own" is on that device, and a UD QP of a fourth context there
-// sends to it (a path stays within its device). "flood": flooded MS RC, a
-// SEND to each of the @n (one ibv_post_send() each); "send QPN": sent RC,
-// a SEND to V; "own": sent RC, a SEND to A's own QP; "ownrecv MS": recv
-// ok|none|bad, its receive within MS; "owndestroy": destroyed MS RC;
-// "recvd MS": recvd GOT BAD STATUS:COUNT..., the @n QPs' receives that
-// completed, those that failed, and how many had each status;
-// "destroyfirst": destroyed MS RC, the @n QPs and their sender;
-// "destroyall": destroyed MS RC, every QP of A's left, those on the first
-// device first, own last; with @dev2, "ownagain MS": again ok|none|bad|
-// error, own's receive posted again and its receive of a SEND within MS;
-// "fresh MS": fresh ok|none|bad|error, own and its sender made again, and
-// own's receive of a SEND within MS.
+// MR, writable); a UD QP of a second context to send to them (and to any
+// QP of the device: V's, the QP of A's other process in destroy_wq_full,
+// attacker_own()); and with @dev2 (two_devices_one_queue), in a third
+// context, on that device, "own", a UD QP with a receive into A's pinned
+// memory on a CQ of its own, and a UD QP of a fourth context there that
+// sends to it (a path stays within its device). "own" is in a context of
+// its own so that a queue per context (one uid could multiply queues and
+// kworkers with it) would run it at once, and not in the sender's, whose
+// doorbell would run it itself. "flood": flooded MS RC, a SEND to each
+// of the @n (one ibv_post_send() each); "send QPN": sent RC, a SEND to
+// QPN; with @dev2, "own": sent RC, a SEND to A's own QP; "ownrecv MS":
+// recv ok|none|bad, its receive within MS; "recvd MS": recvd GOT BAD
+// STATUS:COUNT..., the @n QPs' receives that completed, those that
+// failed, and how many had each status; "destroyfirst": destroyed MS RC,
+// the @n QPs and their sender; "destroyall": destroyed MS RC, every QP of
+// A's left, those on the first device first, own last; "ownagain MS":
+// again ok|none|bad|error, own's receive posted again and its receive of
+// a SEND within MS; "fresh MS": fresh ok|none|bad|error, own and its
+// sender made again, and own's receive of a SEND within MS.
 struct Flood {
 	Dev x, s, o, s2;
 	Odp m;
@@ -354,8 +368,7 @@ struct Flood {
 			msg[i] = msg_byte(i);
 		if (!become_nobody() || !x.open(devname, 2 * n) ||
 		    !odp_can(x.ctx, IBV_QPT_UD, IBV_ODP_SUPPORT_RECV) ||
-		    !m.reg(x, file, true) || !s.open(devname, 2 * n) ||
-		    !o.open(dev2 ? dev2 : devname, 4))
+		    !m.reg(x, file, true) || !s.open(devname, 2 * n))
 			return false;
 		for (int i = 0; i < n; i++) {
 			ibv_qp *qp = make_qp(x, IBV_QPT_UD, 1, 0);
@@ -366,6 +379,16 @@ struct Flood {
 			    !post_recv(qp, m.map, kGrh + kMsg, m.mr->lkey))
 				return false;
 		}
+		sender = make_qp(s, IBV_QPT_UD, 2 * n, kMsg);
+		ibv_ah_attr path = loopback_path(s.ctx);
+		ah = ibv_create_ah(s.pd, &path);
+		CHECK(ah, "creating an AH: %s", strerror(errno));
+		if (!sender || !ud_ready(sender) || !ah)
+			return false;
+		if (!dev2)
+			return true;
+		if (!o.open(dev2, 4))
+			return false;
 		own_buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
 		own_cq = ibv_create_cq(o.ctx, 4, nullptr, nullptr, 0);
 		if (own_buf)
@@ -373,15 +396,8 @@ struct Flood {
 					    IBV_ACCESS_LOCAL_WRITE);
 		CHECK(own_buf && own_cq && own_mr, "A's own QP's buffer, CQ "
 		      "and MR: %s", strerror(errno));
-		if (!own_mr || !make_own())
-			return false;
-		sender = make_qp(s, IBV_QPT_UD, 2 * n, kMsg);
-		ibv_ah_attr path = loopback_path(s.ctx);
-		ah = ibv_create_ah(s.pd, &path);
-		CHECK(ah, "creating an AH: %s", strerror(errno));
-		if (!sender || !ud_ready(sender) || !ah)
-			return false;
-		return !dev2 || (s2.open(dev2, 4) && make_sender2());
+		return own_mr && make_own() && s2.open(dev2, 4) &&
+		       make_sender2();
 	}
 
 	// own, its receive posted
@@ -420,8 +436,8 @@ struct Flood {
 	// A SEND to own, from its device's sender
 	int send_own()
 	{
-		if (!sender2)
-			return send(own->qp_num);
+		if (!own || !sender2)
+			return EINVAL;
 		ibv_send_wr wr = inline_send(msg, ah2, own->qp_num), *bad;
 
 		return ibv_post_send(sender2, &wr, &bad);
@@ -472,13 +488,7 @@ struct Flood {
 	// Within @ms, own's receive: "ok" (the bytes sent), "bad" or "none".
 	const char *own_recv(long ms)
 	{
-		int bad;
-		int got = poll_some(own_cq, 1, ms, kGrh + kMsg, &bad);
-		bool same = true;
-
-		for (uint32_t i = 0; i < kMsg; i++)
-			same = same && own_buf[kGrh + i] == msg_byte(i);
-		return !got ? "none" : bad || !same ? "bad" : "ok";
+		return own_cq ? ud_recv(own_cq, own_buf, ms) : "error";
 	}
 
 	void teardown()
@@ -697,11 +707,6 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 			say(fd, "sent %d", f.send_own());
 		} else if (sscanf(cmd, "ownrecv %u", &ms) == 1) {
 			say(fd, "recv %s", f.own_recv(ms));
-		} else if (!strcmp(cmd, "owndestroy")) {
-			ret = f.own ? ibv_destroy_qp(f.own) : EINVAL;
-			if (!ret)
-				f.own = nullptr;
-			say(fd, "destroyed %ld %d", now_ms() - t, ret);
 		} else if (!strcmp(cmd, "destroyfirst")) {
 			ret = f.destroy_first();
 			say(fd, "destroyed %ld %d", now_ms() - t, ret);
@@ -731,6 +736,54 @@ int attacker_flood(int fd, const char *devname, const std::string &file,
 		}
 	});
 	f.teardown();
+	return failures ? 1 : 0;
+}
+
+// A's other process for destroy_wq_full, nobody as A: a UD QP of its own
+// context, with a receive into its pinned memory; A's sender sends to it.
+// Its runs go to A's user's queue, as A's QPs' do, but its memory map is
+// not A's: its ibv_destroy_qp(), whose munmap() of the QP's rings takes
+// its process's mmap lock for writing, waits for no lock that A's stalled
+// faults hold (each holds A's for reading, hmm_range_fault()). "ready
+// QPN"; "recv MS": recv ok|none|bad, its receive within MS; "destroy":
+// destroyed MS RC.
+int attacker_own(int fd, const char *devname)
+{
+	Dev d;
+	auto *buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
+	ibv_mr *mr = nullptr;
+	ibv_qp *qp = nullptr;
+
+	memset(buf, 0, 4096);
+	if (become_nobody() && d.open(devname, 4))
+		mr = ibv_reg_mr(d.pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(!d.ctx || mr, "A's other process's MR: %s", strerror(errno));
+	if (mr)
+		qp = make_qp(d, IBV_QPT_UD, 1, 0);
+	if (!qp || !ud_ready(qp) ||
+	    !post_recv(qp, buf, kGrh + kMsg, mr->lkey)) {
+		say(fd, "error setting up A's other process");
+		return 1;
+	}
+	say(fd, "ready %u", qp->qp_num);
+	commands(fd, [&](const char *cmd) {
+		unsigned ms;
+		long t = now_ms();
+
+		if (sscanf(cmd, "recv %u", &ms) == 1) {
+			say(fd, "recv %s", ud_recv(d.cq, buf, ms));
+		} else if (!strcmp(cmd, "destroy")) {
+			int ret = qp ? ibv_destroy_qp(qp) : EINVAL;
+			if (!ret)
+				qp = nullptr;
+			say(fd, "destroyed %ld %d", now_ms() - t, ret);
+		}
+	});
+	if (qp)
+		CHECK(ibv_destroy_qp(qp) == 0, "A's other process: destroy QP");
+	CHECK(ibv_dereg_mr(mr) == 0, "A's other process: dereg MR");
+	d.close();
+	free(buf);
 	return failures ? 1 : 0;
 }
 
