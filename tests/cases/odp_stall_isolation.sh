@@ -45,7 +45,8 @@
 # - release_isolation: A's orphaned ODP MR's release (its dereg killed
 #   while its SEND's doorbell waits in the fault) waits on A's user's
 #   release work item in mmu_interval_notifier_remove(), A's threads
-#   keeping A's mm invalidating (madvise(MADV_FREE) over an ODP range);
+#   keeping A's mm invalidating (madvise(MADV_FREE) over an ODP range,
+#   long calls over page tables of the zero page; up to 3 tries);
 #   it counts one page (release_backlog_pages) while it waits; a pinned
 #   MR that A2, another process of uid 65534, orphans waits behind it,
 #   pinned (A2's VmPin) and counted (its 256 pages), while V's orphaned

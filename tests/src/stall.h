@@ -13,6 +13,11 @@
 
 namespace stall {
 
+// How many times release_*'s A may make its ODP release wait
+// (attacker_release()): a try whose release runs through a moment its
+// mm was not invalidating is followed by another, up to this many.
+inline const int kReleaseTries = 3;
+
 int victim(int fd, const char *dev, ibv_qp_type type);
 int attacker_doorbell(int fd, const char *dev, const std::string &file,
 		      bool nobody);

@@ -12,6 +12,7 @@
 #include "tasks.h"
 #include "xfer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <fcntl.h>
 #include <fstream>
@@ -1026,44 +1027,66 @@ namespace {
 // with its own MMU notifier, made only as accesses need them), and the
 // storm's threads.
 const uint32_t kPage = 1024;
-const size_t kStormLen = 64 << 20;
+const size_t kStormLen = 512 << 20;
 const size_t kStormMr = 1 << 20;
-const int kStormThreads = 8;
+const int kStormThreads = 16;
 
 // A's parts for release_*, each set up before any stall (see
 // attacker_release()).
 struct ReleaseStall {
 	Dev d;
-	Odp m;
+	uint8_t *map = nullptr;	// the FUSE file, mapped read-only
+	// For each try: an ODP MR over the file, a child that deregisters it
+	// when told (a byte on its pipe), and whether it was told (the MR is
+	// the child's then)
+	ibv_mr *mrs[kReleaseTries] = {};
+	pid_t children[kReleaseTries];
+	int go[kReleaseTries];
+	bool told[kReleaseTries] = {};
 	ibv_qp *qp1 = nullptr, *qp2 = nullptr;
 	uint8_t *buf = nullptr;
 	ibv_mr *buf_mr = nullptr;
 	uint8_t *storm = nullptr;
 	ibv_mr *storm_mr = nullptr;
-	pid_t child = -1;
-	int go = -1;	// the child's command: a byte, and it deregisters
-	bool told = false;	// the ODP MR is the child's to deregister
 	// The storm's threads: 0, wait; 1, invalidate; 2, end (all threads).
 	std::atomic<int> phase{ 0 };
-	std::atomic<bool> post_now{ false }, posted{ false };
+	// The try whose MR the poster's next SEND is from, or -1.
+	std::atomic<int> post_now{ -1 };
+	std::atomic<bool> posted{ false };
 	std::atomic<int> post_ret{ -1 };
 	std::atomic<pid_t> poster{ 0 };
 	std::atomic<long> calls[kStormThreads] = {};
+	std::atomic<int> in_call{ 0 };	// threads in a call, or about to be
 	std::atomic<int> storm_err{ 0 };	// a call's errno, the first
 	std::vector<std::thread> threads;
 
+	ReleaseStall()
+	{
+		std::fill(std::begin(children), std::end(children), -1);
+		std::fill(std::begin(go), std::end(go), -1);
+	}
+
 	bool setup(const char *devname, const std::string &file)
 	{
-		int pipefd[2];
-
-		// No huge page makes a storm's call short, and khugepaged,
-		// which write-locks the mmap lock, leaves A alone.
+		// No huge page makes a storm's call short (nor a huge zero
+		// page its page tables), and khugepaged, which write-locks
+		// the mmap lock, leaves A alone.
 		CHECK(!prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0),
 		      "PR_SET_THP_DISABLE: %s", strerror(errno));
 		if (!become_nobody() || !d.open(devname, 16) ||
-		    !odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_SEND) ||
-		    !m.reg(d, file, false))
+		    !odp_can(d.ctx, IBV_QPT_RC, IBV_ODP_SUPPORT_SEND))
 			return false;
+		map = map_file(file, false);
+		if (!map)
+			return false;
+		for (int i = 0; i < kReleaseTries; i++) {
+			mrs[i] = ibv_reg_mr(d.pd, map, StallFs::kLen,
+					    IBV_ACCESS_ON_DEMAND);
+			CHECK(mrs[i], "ODP MR %d over %s: %s", i, file.c_str(),
+			      strerror(errno));
+			if (!mrs[i])
+				return false;
+		}
 		buf = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
 		buf_mr = buf ? ibv_reg_mr(d.pd, buf, 4096,
 					  IBV_ACCESS_LOCAL_WRITE) : nullptr;
@@ -1071,48 +1094,77 @@ struct ReleaseStall {
 		qp1 = buf_mr ? make_qp(d, IBV_QPT_RC, 4, 0) : nullptr;
 		qp2 = qp1 ? make_qp(d, IBV_QPT_RC, 4, 0) : nullptr;
 		if (!qp2 || !rc_connect(d.ctx, qp1, qp2->qp_num) ||
-		    !rc_connect(d.ctx, qp2, qp1->qp_num) ||
-		    !post_recv(qp2, buf, kPage, buf_mr->lkey))
+		    !rc_connect(d.ctx, qp2, qp1->qp_num))
 			return false;
-		// The child, now: a fork write-locks A's mmap lock.
+		// The children, now: a fork write-locks A's mmap lock.
+		for (int i = 0; i < kReleaseTries; i++)
+			if (!fork_child(i))
+				return false;
+		return make_storm();
+	}
+
+	// Try @i's child: when told, it deregisters mrs[@i] (on the uverbs
+	// file it shares with A).
+	bool fork_child(int i)
+	{
+		int pipefd[2];
+
 		if (pipe2(pipefd, O_CLOEXEC)) {
 			CHECK(false, "pipe: %s", strerror(errno));
 			return false;
 		}
-		child = fork();
-		if (child == 0) {
+		children[i] = fork();
+		if (children[i] == 0) {
 			char c;
 
 			close(pipefd[1]);
 			close(3);	// the test's socket is A's
+			for (int j = 0; j < i; j++)
+				close(go[j]);
 			if (read(pipefd[0], &c, 1) != 1)
 				_exit(3);
-			_exit(ibv_dereg_mr(m.mr) ? 1 : 0);
+			_exit(ibv_dereg_mr(mrs[i]) ? 1 : 0);
 		}
 		close(pipefd[0]);
-		go = pipefd[1];
-		CHECK(child > 0, "fork: %s", strerror(errno));
-		return child > 0 && make_storm();
+		go[i] = pipefd[1];
+		CHECK(children[i] > 0, "fork: %s", strerror(errno));
+		return children[i] > 0;
 	}
 
-	// The storm's memory, present, with an ODP MR over its start; the
+	// The storm's memory, every page of it mapped (the zero page, read
+	// faults of private anonymous memory: page tables, and no memory
+	// that reclaim could take), with an ODP MR over its start; the
 	// threads, waiting.
 	bool make_storm()
 	{
 		void *mem = mmap(nullptr, kStormLen, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+				 -1, 0);
 
 		CHECK(mem != MAP_FAILED, "mmap: %s", strerror(errno));
 		if (mem == MAP_FAILED)
 			return false;
 		storm = static_cast<uint8_t *>(mem);
-		memset(storm, 1, kStormLen);
+		if (madvise(storm, kStormLen, MADV_POPULATE_READ)) {
+			// Before 5.14: a read of each page.
+			volatile uint8_t sum = 0;
+			for (size_t at = 0; at < kStormLen; at += 4096)
+				sum = sum + storm[at];
+		}
+		std::vector<unsigned char> in(kStormLen / 4096);
+		CHECK(!mincore(storm, kStormLen, in.data()),
+		      "mincore: %s", strerror(errno));
+		size_t mapped = std::count_if(in.begin(), in.end(),
+					      [](unsigned char c) { return c & 1; });
+		CHECK(mapped == in.size(), "the storm's memory: %zu of its %zu "
+		      "pages mapped; expected all (the zero page)", mapped,
+		      in.size());
 		storm_mr = ibv_reg_mr(d.pd, storm, kStormMr,
 				      IBV_ACCESS_ON_DEMAND |
 					      IBV_ACCESS_LOCAL_WRITE);
 		CHECK(storm_mr, "A's ODP MR over its storm's memory: %s",
 		      strerror(errno));
-		if (!storm_mr)
+		if (!storm_mr || mapped != in.size())
 			return false;
 		threads.emplace_back([this] { post(); });
 		for (int i = 0; i < kStormThreads; i++)
@@ -1121,52 +1173,103 @@ struct ReleaseStall {
 				10000 * time_scale());
 	}
 
-	// The poster: when told, one SEND of the FUSE page's first kPage
-	// bytes, qp1 to qp2; its doorbell faults on the page.
+	// The poster: when told a try, one SEND of the FUSE page's first
+	// kPage bytes out of that try's MR, qp1 to qp2; its doorbell faults
+	// on the page.
 	void post()
 	{
 		poster = pid_t(gettid());
-		while (!post_now && phase != 2)
-			usleep(1000);
-		if (phase == 2)
-			return;
-		ibv_sge sge = { uintptr_t(m.map), kPage, m.mr->lkey };
-		ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1), *bad;
-		post_ret = ibv_post_send(qp1, &wr, &bad);
-		posted = true;
+		for (;;) {
+			int i;
+			while ((i = post_now) < 0 && phase != 2)
+				usleep(1000);
+			if (phase == 2)
+				return;
+			ibv_sge sge = { uintptr_t(map), kPage, mrs[i]->lkey };
+			ibv_send_wr wr = one_sge_wr(&sge, IBV_WR_SEND, 1), *bad;
+			post_ret = ibv_post_send(qp1, &wr, &bad);
+			post_now = -1;
+			posted = true;
+		}
+	}
+
+	// Try @i's SEND: a receive for it posted, then the poster told.
+	bool post_try(int i)
+	{
+		if (i < 0 || i >= kReleaseTries || !mrs[i] || told[i] ||
+		    post_now >= 0)
+			return false;
+		memset(buf, 0, kPage);
+		if (!post_recv(qp2, buf, kPage, buf_mr->lkey))
+			return false;
+		posted = false;
+		post_now = i;
+		return true;
 	}
 
 	// A storm's thread: when told, madvise(MADV_FREE) over all of the
 	// storm's memory, again and again, each call an invalidation of A's
-	// mm over the ODP MR's range (the pages stay, lazily freed). At the
-	// lowest priority (SCHED_IDLE): it is preempted, mostly inside a
-	// call, and the other tests' work goes first.
+	// mm over the ODP MR's range that lasts its walk of the range's
+	// page tables (every entry the zero page, which the call leaves as
+	// it is, so the next call walks them all again), and is between two
+	// calls for a moment only. At nice 19, SCHED_OTHER: preempted
+	// wherever it is, mostly inside a call, and the other tests' work
+	// goes first.
 	void invalidate(int i)
 	{
-		sched_param sp{};
-
-		CHECK(!pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp),
-		      "SCHED_IDLE for the storm");
+		CHECK(!setpriority(PRIO_PROCESS, pid_t(gettid()), 19),
+		      "nice 19 for the storm: %s", strerror(errno));
 		while (phase != 2) {
+			// Counted before phase is read: once calm() saw none,
+			// none starts a call (sequentially consistent).
+			in_call++;
 			if (phase != 1) {
+				in_call--;
 				usleep(1000);
 				continue;
 			}
 			if (madvise(storm, kStormLen, MADV_FREE) && !storm_err)
 				storm_err = errno;
 			calls[i]++;
+			in_call--;
 		}
 	}
 
-	long storm_calls(long *fewest)
+	// The storm on: true once each thread made two calls more, within
+	// @ms.
+	bool start_storm(long ms)
+	{
+		long from[kStormThreads];
+
+		for (int i = 0; i < kStormThreads; i++)
+			from[i] = calls[i];
+		phase = 1;
+		return wait_for([&] {
+			for (int i = 0; i < kStormThreads; i++)
+				if (calls[i] < from[i] + 2)
+					return false;
+			return true;
+		}, ms) && !storm_err;
+	}
+
+	// The storm off: true once no thread is in a call (its last one
+	// ended), within @ms. Then no invalidation of the storm's is under
+	// way: one under way holds the mm's invalidate_seq at its odd
+	// value, and a sub that another invalidation (the file's pages
+	// dropped) set to that value would have its next access wait in
+	// mmu_interval_read_begin() until the storm stops.
+	bool calm(long ms)
+	{
+		phase = 0;
+		return wait_for([&] { return in_call == 0; }, ms);
+	}
+
+	long storm_calls()
 	{
 		long n = 0;
 
-		*fewest = calls[0];
-		for (const std::atomic<long> &c : calls) {
+		for (const std::atomic<long> &c : calls)
 			n += c;
-			*fewest = std::min(*fewest, c.load());
-		}
 		return n;
 	}
 
@@ -1199,12 +1302,14 @@ struct ReleaseStall {
 		phase = 2;
 		for (std::thread &t : threads)
 			t.join();
-		if (child > 0) {
-			kill(child, SIGKILL);
-			waitpid(child, nullptr, 0);
+		for (int i = 0; i < kReleaseTries; i++) {
+			if (children[i] > 0) {
+				kill(children[i], SIGKILL);
+				waitpid(children[i], nullptr, 0);
+			}
+			if (go[i] >= 0)
+				close(go[i]);
 		}
-		if (go >= 0)
-			close(go);
 		for (ibv_qp *qp : { qp1, qp2 })
 			if (qp)
 				CHECK(ibv_destroy_qp(qp) == 0, "A: destroy QP");
@@ -1215,10 +1320,13 @@ struct ReleaseStall {
 		free(buf);
 		if (storm)
 			munmap(storm, kStormLen);
-		// Its MR went with the child's dereg (killed or not).
-		if (told)
-			m.mr = nullptr;
-		m.dereg();
+		// A try's MR went with its child's dereg (killed or not).
+		for (int i = 0; i < kReleaseTries; i++)
+			if (mrs[i] && !told[i])
+				CHECK(ibv_dereg_mr(mrs[i]) == 0,
+				      "A: dereg ODP MR %d", i);
+		if (map)
+			munmap(map, StallFs::kLen);
 		d.close();
 	}
 };
@@ -1226,30 +1334,38 @@ struct ReleaseStall {
 } // namespace
 
 // A for release_*, nobody: makes one release of its own wait, and with it
-// A's user's release work item. An ODP MR over the FUSE file; two RC QPs
-// of A's connected to each other, the second with a receive into pinned
-// memory; a thread that, told, posts a SEND of the FUSE page from the
-// first (its doorbell waits in the fault, the read held, and its access
-// holds the MR's map); a child, forked before any stall (a fork
+// A's user's release work item. kReleaseTries ODP MRs over the FUSE file,
+// one for each try; two RC QPs of A's connected to each other; a thread
+// that, told a try, posts a SEND of the FUSE page from the first out of
+// that try's MR, into a receive of the second in pinned memory (its
+// doorbell waits in the fault, the read held, and its access holds the
+// MR's map); for each try a child, forked before any stall (a fork
 // write-locks A's mmap lock, which the stalled fault holds for reading),
-// that deregisters the ODP MR when told (its dereg waits for that access;
-// killed there, it orphans the map, and the access's last put queues the
-// ODP range's release once the read is answered); and kStormThreads
-// threads that, told, call madvise(MADV_FREE) over 64 MiB of A's present
-// anonymous memory, the first 1 MiB of it an ODP MR of A's, without end:
-// with several calls at once, each an invalidation over an ODP range,
-// A's mm never stops invalidating, and the release's removal of its MMU
-// notifier (ib_umem_odp_release(), mmu_interval_notifier_remove()) waits
-// until they stop, as DESIGN's premise of an owner that keeps its mm
-// invalidating. Nothing allocates once set up: a task that wanted A's
-// mmap lock for writing would wait behind the stalled fault, and the
-// storm's calls, which take it for reading, behind that task. "post":
-// posting TID (the poster's thread); "dereg": dereg PID (the child, told
-// to deregister); "kill": killed STATUS (its wait status); "storm":
-// storming CALLS ERRNO, once each thread made two calls (ERRNO: the
-// first that failed, if one did; then it is an error); "calm": calm
-// CALLS, the storm stopped; "posted MS": posted RET GOT BAD STRAY, as
-// report_posted() says.
+// that deregisters the try's MR when told (its dereg waits for that
+// access; killed there, it orphans the map, and the access's last put
+// queues the ODP range's release once the read is answered); and
+// kStormThreads threads that, told, call madvise(MADV_FREE) over 512 MiB
+// of A's memory whose every page is mapped, to the zero page, the first 1
+// MiB of it an ODP MR of A's, without end: each call an invalidation over
+// an ODP range, as long as its walk of 131072 page table entries, and
+// with several under way at once A's mm never stops invalidating, so the
+// release's removal of its MMU notifier (ib_umem_odp_release(),
+// mmu_interval_notifier_remove()) waits until they stop, as DESIGN's
+// premise of an owner that keeps its mm invalidating. (Nothing an
+// unprivileged user can do holds one invalidation open, deterministically:
+// sroce's notifier takes only the umem's mutex, which no one holds across
+// a fault, and no call of mm's waits for anything of the user's between
+// an invalidation's start and end. Hence a storm, and tries.) Nothing
+// allocates once set up: a task that wanted A's mmap lock for writing
+// would wait behind the stalled fault, the storm's calls, which take it
+// for reading, behind that task, and A's mm would stop invalidating.
+// "post I": posting TID (the poster's thread), try I's SEND; "dereg I":
+// dereg PID (try I's child, told to deregister); "kill I": killed STATUS
+// (its wait status); "storm": storming CALLS ERRNO, once each thread made
+// two calls more (ERRNO: the first that failed, if one did; then it is
+// an error); "calm": calm CALLS, the storm stopped, no call under way;
+// "posted MS": posted RET GOT BAD STRAY, as report_posted() says, of the
+// last try's SEND.
 int attacker_release(int fd, const char *devname, const std::string &file)
 {
 	ReleaseStall r;
@@ -1259,38 +1375,40 @@ int attacker_release(int fd, const char *devname, const std::string &file)
 		r.teardown();
 		return 1;
 	}
-	say(fd, "ready %d", int(r.child));
+	say(fd, "ready %d", int(getpid()));
 	commands(fd, [&](const char *cmd) {
 		unsigned ms;
-		long fewest;
+		int i = -1;
 		int status = -1;
 
-		if (!strcmp(cmd, "post")) {
-			r.post_now = true;
-			say(fd, "posting %d", int(r.poster));
-		} else if (!strcmp(cmd, "dereg")) {
-			r.told = write(r.go, "g", 1) == 1;
-			say(fd, r.told ? "dereg %d" : "error dereg %d",
-			    int(r.child));
-		} else if (!strcmp(cmd, "kill")) {
+		if (sscanf(cmd, "post %d", &i) == 1) {
+			bool ok = r.post_try(i);
+			say(fd, ok ? "posting %d" : "error posting %d",
+			    int(r.poster));
+		} else if (sscanf(cmd, "dereg %d", &i) == 1) {
+			bool ok = i >= 0 && i < kReleaseTries &&
+				  r.children[i] > 0 && !r.told[i];
+			if (ok)
+				r.told[i] = write(r.go[i], "g", 1) == 1;
+			say(fd, ok && r.told[i] ? "dereg %d" : "error dereg %d",
+			    ok ? int(r.children[i]) : -1);
+		} else if (sscanf(cmd, "kill %d", &i) == 1) {
 			// Never kill(-1): the child, once.
-			if (r.child > 0 && !kill(r.child, SIGKILL) &&
-			    waitpid(r.child, &status, 0) == r.child)
-				r.child = -1;
-			say(fd, r.child < 0 ? "killed %d" : "error killed %d",
+			pid_t c = i >= 0 && i < kReleaseTries ? r.children[i] : -1;
+			if (c > 0 && !kill(c, SIGKILL) &&
+			    waitpid(c, &status, 0) == c)
+				r.children[i] = -1;
+			say(fd, c > 0 && r.children[i] < 0 ? "killed %d" :
+							    "error killed %d",
 			    status);
 		} else if (!strcmp(cmd, "storm")) {
-			r.phase = 1;
-			bool on = ReleaseStall::wait_for([&] {
-				r.storm_calls(&fewest);
-				return fewest >= 2;
-			}, 30000 * time_scale());
-			on = on && !r.storm_err;
+			bool on = r.start_storm(30000 * time_scale());
 			say(fd, on ? "storming %ld %d" : "error storming %ld %d",
-			    r.storm_calls(&fewest), r.storm_err.load());
+			    r.storm_calls(), r.storm_err.load());
 		} else if (!strcmp(cmd, "calm")) {
-			r.phase = 0;
-			say(fd, "calm %ld", r.storm_calls(&fewest));
+			bool off = r.calm(30000 * time_scale());
+			say(fd, off ? "calm %ld" : "error calm %ld",
+			    r.storm_calls());
 		} else if (sscanf(cmd, "posted %u", &ms) == 1) {
 			r.report_posted(fd, ms);
 		}

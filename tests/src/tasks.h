@@ -296,6 +296,38 @@ inline std::string kthread_census()
 	return s;
 }
 
+// Every thread of process @pid, by state letter and the innermost frames
+// of its kernel stack ("(user)" for one running in user space): "3
+// threads; R: 1 in (user); S: 2 in a<b<c": where a process's threads
+// were when something they should hold did not hold.
+inline std::string thread_census(pid_t pid)
+{
+	std::string dir = "/proc/" + std::to_string(pid) + "/task";
+	DIR *d = opendir(dir.c_str());
+	std::map<std::string, int> at;
+	int n = 0;
+
+	while (dirent *e = d ? readdir(d) : nullptr) {
+		pid_t tid = atoi(e->d_name);
+		std::string s = tid > 0 ? slurp(dir + "/" + e->d_name + "/stat") :
+					  "";
+		size_t paren = s.rfind(')');
+		if (paren == std::string::npos || paren + 2 >= s.size())
+			continue;
+		n++;
+		std::string top = stack_top(slurp(dir + "/" + e->d_name +
+						  "/stack"), 3);
+		at[std::string(1, s[paren + 2]) + " in " +
+		   (top.empty() ? "(user)" : top)]++;
+	}
+	if (d)
+		closedir(d);
+	std::string s = std::to_string(n) + " threads";
+	for (const auto &[where, k] : at)
+		s += "; " + std::to_string(k) + " " + where;
+	return s;
+}
+
 // Tasks in D state waiting to take an rwsem for writing (a process's mmap
 // lock, say, behind readers stalled in a fault), at most @max of them:
 // "PID (COMM): stack" each, or "(none)".
