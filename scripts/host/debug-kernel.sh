@@ -62,6 +62,9 @@ CONFIG_PROC_PAGE_MONITOR=y
 # FUSE (Debian builds it): odp_stall_isolation.sh stalls an ODP fault on
 # a file whose server holds the read.
 CONFIG_FUSE_FS=m
+# User namespaces: kmem_bound.sh's containers and sandboxes (a user's
+# namespaces count as one user of sroce's bounds).
+CONFIG_USER_NS=y
 # Networking the tests use.
 CONFIG_NET_NS=y
 CONFIG_IPV6=y
