@@ -1134,12 +1134,17 @@ mount_tracefs() {
 
 # orphan_unprobe: sroce-xfer's orphan_* tests' kprobe events
 # (xfer_orphan.cpp) gone, should a test have left them (orphan_unload
-# ends without its teardown; a test killed by its timeout)
+# ends without its teardown; a test killed by its timeout). The events'
+# group, and its enable file, exist only while the events do: none when
+# orphan_unload did not run. Each write's errors (nothing to remove) are
+# silenced whole, the opening of the file too.
 orphan_unprobe() {
 	local t=/sys/kernel/tracing
 	[ -w $t/kprobe_events ] || return 0
-	echo 0 > $t/events/sroce_orphan/enable 2>/dev/null
-	echo -:sroce_orphan/queued >> $t/kprobe_events 2>/dev/null
-	echo -:sroce_orphan/run >> $t/kprobe_events 2>/dev/null
+	if [ -e $t/events/sroce_orphan/enable ]; then
+		{ echo 0 > $t/events/sroce_orphan/enable; } 2>/dev/null
+	fi
+	{ echo -:sroce_orphan/queued >> $t/kprobe_events; } 2>/dev/null
+	{ echo -:sroce_orphan/run >> $t/kprobe_events; } 2>/dev/null
 	return 0
 }
