@@ -310,6 +310,7 @@ static int __init sroce_init(void)
 	if (err)
 		goto err_net;
 
+	sroce_mem_debugfs_init();
 	rdma_link_register(&sroce_link_ops);
 	return 0;
 
@@ -329,6 +330,7 @@ static void __exit sroce_exit(void)
 	rdma_link_unregister(&sroce_link_ops);
 	sroce_unregister_all();
 	unregister_netdevice_notifier(&sroce_netdev_notifier);
+	sroce_mem_debugfs_exit();
 	sroce_net_exit();
 	sroce_odp_exit();
 	sroce_task_exit();

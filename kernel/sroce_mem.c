@@ -12,6 +12,7 @@
  * themselves are handed out here too (sroce_mem_add_key()). A list of
  * SGEs is copied key by key (sroce_copy_sges()).
  */
+#include <linux/debugfs.h>
 #include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/overflow.h>
@@ -263,6 +264,82 @@ static void sroce_map_wait(struct sroce_map *map)
 	if (sroce_map_in_use(map))
 		WRITE_ONCE(map->orphaned, true);
 }
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+/*
+ * A test's hold of an access. An access to pinned memory (or a dma-buf's)
+ * holds its map for one packet's copy, microseconds, and waits for nothing
+ * while it does: no user can hold it for longer, and a retirement killed
+ * while one is under way, which orphans the map, is a race a test would
+ * wait for in vain. In a kernel built for fault injection (the debug
+ * kernel; not Debian's), root arms a hold by writing 1 to
+ * /sys/kernel/debug/sroce/hold_map (0600): the next access that asks takes
+ * it (the file reads 0 again) and keeps its map until a retirement gave up
+ * waiting for it. Only 1 arms; any access of any user takes the hold, so a
+ * test that arms it runs alone.
+ *
+ * Not the kernel's fault attributes nor fail_function: their should_fail()
+ * first obeys the calling task's /proc/self/fail-nth, which any user sets
+ * for its own threads, and a doorbell runs the responder in the user's
+ * task; and fail_function draws its random number in its probe's int3
+ * handler, which lockdep counts as NMI context (the crng's lock there is a
+ * lockdep report).
+ */
+
+/* How long a test's hold keeps its map at most. */
+#define SROCE_TEST_HOLD_MS	(60 * MSEC_PER_SEC)
+
+static atomic_t sroce_hold_armed = ATOMIC_INIT(0);
+static struct dentry *sroce_debugfs;
+
+/**
+ * sroce_mem_debugfs_init - sroce's debugfs directory, with the test's hold
+ *
+ * Nothing fails if debugfs does not have it: a test then finds no hold.
+ */
+void sroce_mem_debugfs_init(void)
+{
+	sroce_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_atomic_t("hold_map", 0600, sroce_debugfs,
+				&sroce_hold_armed);
+}
+
+/**
+ * sroce_mem_debugfs_exit - sroce's debugfs directory removed
+ *
+ * After every device is gone: no access can be in sroce_map_test_hold().
+ */
+void sroce_mem_debugfs_exit(void)
+{
+	debugfs_remove_recursive(sroce_debugfs);
+}
+
+/**
+ * sroce_map_test_hold - keep an access's map for a test that asks so
+ * @map: a map from sroce_mem_get(), held by a caller that may wait (a QP
+ *       that may wait for its memory's faults, sroce_resp_fault())
+ *
+ * Where root armed the hold (hold_map 1, tests/src/orphan.h), the first
+ * access to user memory to get here takes it and keeps @map until a
+ * retirement stopped waiting for it (its process killed: @map->orphaned),
+ * SROCE_TEST_HOLD_MS passed or the task running it is killed, then goes
+ * on as any access that outlived its map's retirement. Process context.
+ */
+void sroce_map_test_hold(struct sroce_map *map)
+{
+	unsigned long end;
+
+	/* A read first: no packet writes the shared word while unarmed. */
+	if (map->type != SROCE_MAP_USER ||
+	    atomic_read(&sroce_hold_armed) != 1 ||
+	    atomic_cmpxchg(&sroce_hold_armed, 1, 0) != 1)
+		return;
+	end = jiffies + msecs_to_jiffies(SROCE_TEST_HOLD_MS);
+	while (!READ_ONCE(map->orphaned) && time_before(jiffies, end) &&
+	       !fatal_signal_pending(current))
+		msleep(20);
+}
+#endif /* CONFIG_FAULT_INJECTION_DEBUG_FS */
 
 /**
  * sroce_map_id - a map's identity, unique among the maps ever made

@@ -135,6 +135,28 @@ void sroce_sges_fault_later(struct sroce_dev *sdev, struct ib_pd *pd,
 			    u64 len, bool to_mem);
 
 /*
+ * A test's hold of an access (sroce_map_test_hold()), only in a kernel built
+ * for fault injection; sroce's debugfs directory holds it.
+ */
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+void sroce_mem_debugfs_init(void);
+void sroce_mem_debugfs_exit(void);
+void sroce_map_test_hold(struct sroce_map *map);
+#else
+static inline void sroce_mem_debugfs_init(void)
+{
+}
+
+static inline void sroce_mem_debugfs_exit(void)
+{
+}
+
+static inline void sroce_map_test_hold(struct sroce_map *map)
+{
+}
+#endif
+
+/*
  * sroce_odp.c: faulting ahead of a responder's stream of messages, and
  * beside accesses that cannot wait
  */

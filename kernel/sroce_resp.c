@@ -243,7 +243,8 @@ static struct sroce_map *sroce_resp_mr_get(struct sroce_qp *qp, u32 rkey,
  * was deregistered, invalidated or re-bound since the first packet stops
  * the message, and so does a re-registration (a message lands wholly in
  * one translation, never split between two). Nothing is held between
- * packets. Return: the map (sroce_map_put() it) or NULL.
+ * packets; a test may have one packet's access hold the map
+ * (sroce_map_test_hold()). Return: the map (sroce_map_put() it) or NULL.
  */
 static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 					    u64 map_id, u64 va, u64 len,
@@ -259,6 +260,9 @@ static struct sroce_map *sroce_resp_msg_map(struct sroce_qp *qp, u32 rkey,
 		sroce_map_put(map);
 		return NULL;
 	}
+	/* Where the QP may wait: a test's hold of the access, if it asks. */
+	if (sroce_resp_fault(qp) == SROCE_FAULT)
+		sroce_map_test_hold(map);
 	return map;
 }
 

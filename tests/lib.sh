@@ -1132,14 +1132,23 @@ mount_tracefs() {
 		mount -t tracefs tracefs $t 2>/dev/null
 }
 
-# orphan_unprobe: sroce-xfer's orphan_* tests' kprobe events
-# (xfer_orphan.cpp) gone, should a test have left them (orphan_unload
-# ends without its teardown; a test killed by its timeout). The events'
-# group, and its enable file, exist only while the events do: none when
-# orphan_unload did not run. Each write's errors (nothing to remove) are
-# silenced whole, the opening of the file too.
+# orphan_unprobe: what sroce-xfer's orphan_* tests (xfer_orphan.cpp,
+# orphan.h) set up gone, should a test have left it (orphan_unload ends
+# without its teardown; a test killed by its timeout): the hold of an
+# access (sroce's hold_map, armed) and the two
+# kprobe events. The events' group, and its enable file, exist only while
+# the events do: none when orphan_unload did not run. Each write's errors
+# (nothing to remove) are silenced whole, the opening of the file too.
+orphan_hold_armed() { # hold_map is armed (not 0)
+	local v
+	v=$(cat /sys/kernel/debug/sroce/hold_map 2>/dev/null)
+	[ -n "$v" ] && [ "$v" != 0 ]
+}
 orphan_unprobe() {
-	local t=/sys/kernel/tracing
+	local t=/sys/kernel/tracing f=/sys/kernel/debug/sroce/hold_map
+	if [ -w $f ]; then
+		{ echo 0 > $f; } 2>/dev/null
+	fi
 	[ -w $t/kprobe_events ] || return 0
 	if [ -e $t/events/sroce_orphan/enable ]; then
 		{ echo 0 > $t/events/sroce_orphan/enable; } 2>/dev/null

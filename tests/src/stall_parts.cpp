@@ -1444,8 +1444,8 @@ long anon_huge_kb(const void *addr)
 // whole huge page): aligned to its size, MADV_HUGEPAGE (a huge page at the
 // first touch whatever THP's "enabled" but "never", compacting memory for
 // it as THP's "defrag" allows: by default it does), MADV_DONTFORK (the
-// rounds' forks neither copy it nor split its mapping into small ones, so
-// its AnonHugePages stays what it was), touched.
+// orphan's fork of its dereg neither copies it nor splits its mapping into
+// small ones, so its AnonHugePages stays what it was), touched.
 struct HugeBuf {
 	uint8_t *map = nullptr, *data = nullptr;
 	size_t size = 0;
@@ -1494,20 +1494,23 @@ struct HugeBuf {
 } // namespace
 
 // A2 (nobody, as A: one user) and V (root) for release_*: each orphans a
-// pinned MR of its own (orphan.h): a pair of QPs of its own (MTU 4096),
-// rounds of an MR of 1 MiB over its own buffer (MADV_NOHUGEPAGE: 256
-// small pages, whatever THP's setting and the mappings beside it), a's
-// stream of WRITEs into it and a forked child's dereg of it killed as it
-// starts, until the device counts a release queued (release_queued, which
-// any user may read). "thp": thp KB [WHY], a buffer of one transparent
-// huge page (HugeBuf) made, KB its AnonHugePages, or 0 and why there is
-// none; "thpkb": thpkb KB, its AnonHugePages now; "orphan MS [thp]":
-// orphaned ROUND, or error, rounds for @ms at most, of the 1 MiB MR, or
-// with "thp" of a kChunk MR over the start of the huge page; "vmpin":
-// vmpin KB, its pinned memory (its process's: it registered); "reg": reg
-// ERRNO, a new MR over 64 KiB of its memory (0: registered, then
-// deregistered); "bytes": bytes N, the bytes of the last orphaned MR's
-// buffer that are neither its old one nor what the stream wrote there.
+// pinned MR of its own (orphan.h), the test holding the access: a pair of
+// QPs of its own (MTU 4096), an MR of 1 MiB over its own buffer
+// (MADV_NOHUGEPAGE: 256 small pages, whatever THP's setting and the
+// mappings beside it), a's stream of WRITEs into it and a forked child's
+// dereg of it. "thp": thp KB [WHY], a buffer of one transparent huge page
+// (HugeBuf) made, KB its AnonHugePages, or 0 and why there is none;
+// "thpkb": thpkb KB, its AnonHugePages now; "orphan [thp]": held, or
+// error: the MR registered (with "thp" a kChunk MR over the start of the
+// huge page), the stream started and seen held (the test armed the hold:
+// its first WRITE's access keeps the map, no WRITE completes); "dereg":
+// dereg PID, the child that deregisters the MR forked; "kill": killed
+// STATUS, the child SIGKILLed and reaped (its wait status), the stream
+// stopped, the QPs back in RTS; "vmpin": vmpin KB, its pinned memory
+// (its process's: it registered); "reg": reg ERRNO, a new MR over 64 KiB
+// of its memory (0: registered, then deregistered); "bytes": bytes N,
+// the bytes of the last orphaned MR's buffer that are neither its old one
+// nor what the stream wrote there.
 int orphaner(int fd, const char *devname, bool nobody)
 {
 	using namespace xfer::orphan;
@@ -1541,28 +1544,30 @@ int orphaner(int fd, const char *devname, bool nobody)
 	memset(target.data(), 0x11, kLen);
 	xfer::fill(p.a, 0, kChunk, 0x7e);
 	say(fd, "ready %d", int(getpid()));
+	std::unique_ptr<Round> round;
 	commands(fd, [&](const char *cmd) {
-		unsigned ms;
-		char what[8] = "";
-
-		if (sscanf(cmd, "orphan %u %7s", &ms, what) >= 1) {
-			bool thp = !strcmp(what, "thp") && huge.data;
+		if (!strcmp(cmd, "orphan") || !strcmp(cmd, "orphan thp")) {
+			bool thp = !strcmp(cmd, "orphan thp") && huge.data;
 			orphaned = thp ? huge.data : target.data();
 			orphaned_len = thp ? kChunk : kLen;
-			int round = orphan_rounds(
-				p,
-				[&] {
-					return ibv_reg_mr_iova(p.b.pd, orphaned,
-							       orphaned_len,
-							       kIova, access);
-				},
-				[&] {
-					return xfer::port_counter(
-						p, "release_queued");
-				},
-				ms);
-			say(fd, round < 0 ? "error no orphan" : "orphaned %d",
-			    round + 1);
+			round.reset();
+			round = std::make_unique<Round>(p, [&] {
+				return ibv_reg_mr_iova(p.b.pd, orphaned,
+						       orphaned_len, kIova,
+						       access);
+			});
+			bool held = round->ok() && round->held();
+			if (!held)
+				round.reset();
+			say(fd, held ? "held" : "error the stream not held");
+		} else if (!strcmp(cmd, "dereg")) {
+			pid_t child = round ? round->dereg() : -1;
+			say(fd, child > 0 ? "dereg %d" : "error dereg %d",
+			    int(child));
+		} else if (!strcmp(cmd, "kill")) {
+			int status = round ? round->kill() : -1;
+			round.reset();
+			say(fd, "killed %d", status);
 		} else if (!strcmp(cmd, "thp")) {
 			std::string why = huge.make();
 			say(fd, "thp %ld %s",
@@ -1586,6 +1591,7 @@ int orphaner(int fd, const char *devname, bool nobody)
 			    stray_bytes(orphaned, orphaned_len, 0x11, p.a));
 		}
 	});
+	round.reset();
 	xfer::teardown(p);
 	ibv_close_device(p.ctx);
 	return failures ? 1 : 0;
