@@ -59,12 +59,15 @@ sroce_loaded() { [ -d /sys/module/sroce ]; }
 # perftest's server, ready for its client)
 tcp_listening() { ss -Hltn "sport = :$1" | grep -q .; }
 
-# The sroce.ko for the running kernel: built for it by scripts/host/build-ko.sh
-# (another kernel than the default one), or by make.
+# The sroce.ko for the running kernel: make's (kernel/sroce.ko) when it was
+# built for this kernel, else scripts/host/build-ko.sh's for it. make's
+# comes first: a build/ko/ of the kernel make builds for is an older build
+# that make does not refresh, and loading it would test stale code.
 sroce_ko() {
-	local ko
-	ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko
-	[ -e "$ko" ] || ko=$repo/kernel/sroce.ko
+	local ko=$repo/kernel/sroce.ko magic
+	magic=$(modinfo -F vermagic "$ko" 2>/dev/null) || magic=
+	[ "${magic%% *}" = "$(uname -r)" ] ||
+		ko=$repo/build/ko/$(uname -r)/kernel/sroce.ko
 	echo "$ko"
 }
 
