@@ -27,7 +27,7 @@ pair() {
 	wait $pid || fail "$1: $(cat "$srv")"$'\n'"client: $out"
 	rm -f "$srv"
 }
-pair "rping -s -a $ip -p 7174 -C 20 -v" "rping -c -a $ip -p 7174 -C 20 -v -V"
+pair "$repo/tests/rping.sh -s -a $ip -p 7174 -C 20 -v" "$repo/tests/rping.sh -c -a $ip -p 7174 -C 20 -v -V"
 pair "ucmatose -c 4 -C 20" "ucmatose -s $ip -c 4 -C 20"
 pair "udaddy -c 4 -C 20" "udaddy -s $ip -c 4 -C 20"
 pair "rdma_server -p 7177" "rdma_client -s $ip -p 7177"
@@ -38,5 +38,5 @@ trap 'ip -6 addr del $ip6/64 dev eth0 2>/dev/null' EXIT
 ip -6 addr add $ip6/64 dev eth0 nodad || fail "adding $ip6"
 wait_for 10 grep -q "fd00:0077" /sys/class/infiniband/sroce0/ports/1/gids/* ||
 	fail "no GID for $ip6"
-pair "rping -s -a $ip6 -p 7178 -C 10 -S 60000 -v" "rping -c -a $ip6 -p 7178 -C 10 -S 60000 -v -V"
+pair "$repo/tests/rping.sh -s -a $ip6 -p 7178 -C 10 -S 60000 -v" "$repo/tests/rping.sh -c -a $ip6 -p 7178 -C 10 -S 60000 -v -V"
 pair "ucmatose -b ::0 -c 2 -C 10 -S 4000" "ucmatose -s $ip6 -c 2 -C 10 -S 4000"

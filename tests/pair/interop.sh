@@ -38,8 +38,8 @@ step "capture: RC write/read/send/atomics (sroce-wire)" a \
 	"$wire $dev $gidx -p $port -n 10 -s 3000 $PEER4"
 port=$((port + 1))
 step "capture: rping -V over IPv6" a \
-	"rping -s -a $my6 -p $port -C 3 -S 2000 -V" \
-	"rping -c -a $PEER6 -p $port -C 3 -S 2000 -V"
+	"$repo/tests/rping.sh -s -a $my6 -p $port -C 3 -S 2000 -V" \
+	"$repo/tests/rping.sh -c -a $PEER6 -p $port -C 3 -S 2000 -V"
 if [ "$ROLE" = a ]; then
 	sleep 1
 	kill -INT $tshark_pid
@@ -69,12 +69,12 @@ for s in a b; do
 	# rdma_cm: address and route resolution, CM MADs on QP1, then data
 	port=$((port + 1))
 	step "rping -V server $s client $c" $s \
-		"rping -s -a $MY4 -p $port -C 10 -S 4000 -V" \
-		"rping -c -a $PEER4 -p $port -C 10 -S 4000 -V"
+		"$repo/tests/rping.sh -s -a $MY4 -p $port -C 10 -S 4000 -V" \
+		"$repo/tests/rping.sh -c -a $PEER4 -p $port -C 10 -S 4000 -V"
 	port=$((port + 1))
 	step "rping -V IPv6 server $s client $c" $s \
-		"rping -s -a $my6 -p $port -C 5 -S 30000 -V" \
-		"rping -c -a $PEER6 -p $port -C 5 -S 30000 -V"
+		"$repo/tests/rping.sh -s -a $my6 -p $port -C 5 -S 30000 -V" \
+		"$repo/tests/rping.sh -c -a $PEER6 -p $port -C 5 -S 30000 -V"
 	port=$((port + 1))
 	cm_step "ucmatose server $s client $c" $s $port \
 		"ucmatose -p $port -c 2 -C 10" \

@@ -155,12 +155,12 @@ for s in a b; do
 	# answer's GID is found by the VLAN the request arrived on.
 	port=$((port + 1))
 	step "VLAN: rping -V server $s client $c" $s \
-		"rping -s -a $myv4 -p $port -C 10 -S 4000 -V" \
-		"rping -c -a $peerv4 -p $port -C 10 -S 4000 -V"
+		"$repo/tests/rping.sh -s -a $myv4 -p $port -C 10 -S 4000 -V" \
+		"$repo/tests/rping.sh -c -a $peerv4 -p $port -C 10 -S 4000 -V"
 	port=$((port + 1))
 	step "VLAN IPv6: rping -V server $s client $c" $s \
-		"rping -s -a $myv6 -p $port -C 5 -S 30000 -V" \
-		"rping -c -a $peerv6 -p $port -C 5 -S 30000 -V"
+		"$repo/tests/rping.sh -s -a $myv6 -p $port -C 5 -S 30000 -V" \
+		"$repo/tests/rping.sh -c -a $peerv6 -p $port -C 5 -S 30000 -V"
 	port=$((port + 1))
 	cm_step "VLAN: ucmatose server $s client $c" $s $port \
 		"ucmatose -b $myv4 -p $port -c 2 -C 10" \
@@ -214,8 +214,8 @@ for s in a b; do
 		"ibv_ud_pingpong $args" "ibv_ud_pingpong $args 10.62.0.$p"
 	port=$((port + 1))
 	step "MTU 1000 VLAN: rping -V server $s client $c" $s \
-		"rping -s -a 10.62.0.$n -p $port -C 5 -S 30000 -V" \
-		"rping -c -a 10.62.0.$p -p $port -C 5 -S 30000 -V"
+		"$repo/tests/rping.sh -s -a 10.62.0.$n -p $port -C 5 -S 30000 -V" \
+		"$repo/tests/rping.sh -c -a 10.62.0.$p -p $port -C 5 -S 30000 -V"
 done
 ip link del eth0.400
 
