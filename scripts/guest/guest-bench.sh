@@ -4,6 +4,7 @@ set -uo pipefail
 rounds=$1
 # PARTS: which of limits, perftest, mr, odp, dmabuf and clients to run
 # (all of them by default); the table has the rows of those that ran.
+# "profile" with clients runs their 4 KiB jobs under perf (fio_job).
 parts=" ${2:-limits perftest mr odp dmabuf clients} "
 want() { [[ $parts == *" $1 "* ]]; }
 # shellcheck source=SCRIPTDIR/../../tests/lib.sh
@@ -219,12 +220,26 @@ stat_trouble() {
 		printf "%s %d ", $1, $2 - b[$1]
 	}' "$1" "$2"
 }
+# Part "profile": each 4 KiB job runs under perf record (every CPU, call
+# graphs), which costs it some of its speed, so its figures are for
+# comparing profiles, not for the table's ratios; the report of each is
+# fio/KIND-ROUND-CLIENT-JOB.perf.txt (symbols of the kernel and of
+# modules, sroce.ko's included, from /proc/kallsyms).
+profiler=()
+# perf resolves kernel and module symbols only with kptr_restrict 0.
+if want profile && command -v perf > /dev/null; then
+	sysctl -qw kernel.kptr_restrict=0 kernel.perf_event_paranoid=-1
+	profiler=(perf record -a -g -F 999 -N -q)
+fi
 # fio_job CLIENT JOB RW BS: one fio run on ulp_target
 fio_job() {
 	local json=$fiodir/$kind-$round-$1-$2.json before
+	local perfdata=$fiodir/$kind-$round-$1-$2.perf prof=()
 
+	[ "${#profiler[@]}" -gt 0 ] && [ "$4" = 4k ] &&
+		prof=("${profiler[@]}" -o "$perfdata" --)
 	before=$(cpu_snap)
-	if timeout 60 fio --name="$1-$2" --filename="$ulp_target" \
+	if timeout 60 "${prof[@]}" fio --name="$1-$2" --filename="$ulp_target" \
 		--rw="$3" --bs="$4" --size="${ulp_size_mb}M" --direct=1 \
 		--ioengine=libaio --iodepth=4 --runtime=2 --time_based \
 		--output-format=json --output="$json" > /tmp/fio.err 2>&1; then
@@ -233,6 +248,12 @@ fio_job() {
 		echo "$kind $1 $2 failed fio: $(tail -1 /tmp/fio.err)" >> "$clients"
 	fi
 	echo "$kind $1 $2 cpu $(cpu_use "$before" "$(cpu_snap)")" >> "$diag"
+	if [ -e "$perfdata" ]; then
+		HOME=/tmp perf report -i "$perfdata" --no-children -q \
+			--kallsyms=/proc/kallsyms --sort dso,sym \
+			--percent-limit 0.3 --stdio -g none > "$perfdata.txt" 2>&1
+		rm -f "$perfdata"
+	fi
 }
 # client_run NAME: set the client NAME up over $dev, run the jobs through
 # it, take it down; a job that could not run is a row that says why

@@ -3,7 +3,9 @@
 # loaded at once (both bind UDP 4791), so they alternate, ROUNDS times,
 # and the table gives medians and the ratio sroce/rxe.
 # Usage: scripts/host/bench.sh [ROUNDS [PARTS]]
-# PARTS: some of "limits perftest mr odp dmabuf clients" (default: all)
+# PARTS: some of "limits perftest mr odp dmabuf clients" (default: all),
+# and "profile": the clients' 4 KiB jobs under perf record, each job's
+# report in build/bench/fio/KIND-ROUND-CLIENT-JOB.perf.txt
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
